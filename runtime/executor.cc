@@ -1,0 +1,106 @@
+#include "runtime/executor.h"
+
+#include "runtime/op_desc.h"
+#include "runtime/op_registry.h"
+#include "runtime/validate.h"
+
+namespace rill {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+[[noreturn]] void RethrowWithContext(const Error& e, int block, int index, const std::string& type) {
+  throw Error(e.code(), StrCat("block ", block, ", op ", index, " (", type, "): ", e.message()));
+}
+
+}  // namespace
+
+uint64_t OpSeed(const proto::ProgramDesc& program, int block_index, int op_index) {
+  const auto& op = program.blocks(block_index).ops(op_index);
+  if (const proto::Attr* seed = FindAttr(op, "seed");
+      seed != nullptr && seed->value_case() == proto::Attr::kI && seed->i() != 0) {
+    return static_cast<uint64_t>(seed->i());
+  }
+  return SplitMix64(program.random_seed() ^ (static_cast<uint64_t>(block_index) << 32) ^
+                    static_cast<uint64_t>(op_index));
+}
+
+std::unique_ptr<PreparedBlock> Executor::Prepare(const proto::ProgramDesc& program, Scope* scope,
+                                                 int block_index) const {
+  Validate(program);
+  RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",
+             block_index, " does not exist (the program has ", program.blocks_size(), ")");
+  auto prepared = std::make_unique<PreparedBlock>();
+  prepared->program_ = program;
+  prepared->block_index_ = block_index;
+  prepared->scope_ = scope;
+  const auto& block = prepared->program_.blocks(block_index);
+  for (const auto& var : block.vars()) {
+    if (scope->FindVar(var.name()) == nullptr) scope->Var(var.name());
+  }
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const auto& op = block.ops(i);
+    const OpSchema& schema = GetOpSchema(op.type());
+    const KernelFn* kernel = schema.FindKernel(place_.kind);
+    if (kernel == nullptr) {
+      Fail(ErrorCode::kUnimplemented, "block ", block_index, ", op ", i, " (", op.type(),
+           "): no kernel for place ", place_.ToString(),
+           " (protocol ops such as allreduce or send run only in the actor executor)");
+    }
+    auto context = std::make_unique<KernelContext>(op, schema, scope, place_,
+                                                   OpSeed(prepared->program_, block_index, i));
+    prepared->ops_.push_back({&schema, kernel, std::move(context)});
+  }
+  return prepared;
+}
+
+std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
+                                  const std::vector<std::string>& fetches) const {
+  Scope* scope = block.scope();
+  for (const auto& [name, tensor] : feeds) {
+    const proto::VarDesc* desc = FindVarDesc(block.program(), block.block_index(), name);
+    RILL_CHECK(desc != nullptr, kNotFound, "feed \"", name, "\" is not a variable of block ",
+               block.block_index());
+    RILL_CHECK(FromProto(desc->dtype()) == tensor.dtype(), kInvalidArgument, "feed \"", name,
+               "\" is ", tensor.Describe(), " but the variable is declared ",
+               DataTypeName(FromProto(desc->dtype())));
+    RILL_CHECK(ShapesCompatible(VarShape(*desc), tensor.shape()), kInvalidArgument, "feed \"",
+               name, "\" has shape ", ShapeToString(tensor.shape()), " but the variable is declared ",
+               ShapeToString(VarShape(*desc)));
+    scope->Var(name)->mutable_tensor()->ShareDataWith(tensor);
+  }
+  auto& ops = block.ops();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    try {
+      (*ops[i].kernel)(*ops[i].context);
+    } catch (const Error& e) {
+      RethrowWithContext(e, block.block_index(), static_cast<int>(i), ops[i].schema->type());
+    } catch (const std::exception& e) {
+      RethrowWithContext(Error(ErrorCode::kInternal, e.what()), block.block_index(),
+                         static_cast<int>(i), ops[i].schema->type());
+    }
+  }
+  std::vector<Tensor> results;
+  results.reserve(fetches.size());
+  for (const auto& name : fetches) {
+    Variable* v = scope->FindVar(name);
+    RILL_CHECK(v != nullptr && v->tensor().initialized(), kNotFound, "fetch \"", name,
+               "\" holds no value after the run");
+    results.push_back(v->tensor());
+  }
+  return results;
+}
+
+std::vector<Tensor> Executor::Run(const proto::ProgramDesc& program, Scope* scope,
+                                  const FeedList& feeds,
+                                  const std::vector<std::string>& fetches) const {
+  auto prepared = Prepare(program, scope);
+  return Run(*prepared, feeds, fetches);
+}
+
+}  // namespace rill

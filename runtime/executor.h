@@ -1,0 +1,77 @@
+// Executor: the sequential reference executor. It runs the ops of one block
+// in program order on one thread; every other executor in Rill must produce
+// the same numbers.
+//
+//   Executor exe;
+//   exe.Run(startup, &scope);                        // initialise parameters once
+//   auto step = exe.Prepare(main, &scope);           // bind ops to variables once
+//   auto out = exe.Run(*step, {{"x", x}, {"y", y}}, {"loss"});
+//
+// All variables of the block live in the given scope (temporaries included, so
+// their buffers are reused from step to step). A failed op throws rill::Error
+// naming block, op index and op type; the scope stays usable.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "proto/program.pb.h"
+#include "runtime/kernel_context.h"
+#include "runtime/place.h"
+#include "runtime/scope.h"
+#include "runtime/tensor.h"
+
+namespace rill {
+
+using FeedList = std::vector<std::pair<std::string, Tensor>>;
+
+// A block whose ops are bound to a scope's variables, ready to run repeatedly.
+class PreparedBlock {
+ public:
+  struct Op {
+    const OpSchema* schema;
+    const KernelFn* kernel;
+    std::unique_ptr<KernelContext> context;
+  };
+  const proto::ProgramDesc& program() const { return program_; }
+  int block_index() const { return block_index_; }
+  Scope* scope() const { return scope_; }
+  std::vector<Op>& ops() { return ops_; }
+
+ private:
+  friend class Executor;
+  proto::ProgramDesc program_;  // a private copy: contexts point into it
+  int block_index_ = 0;
+  Scope* scope_ = nullptr;
+  std::vector<Op> ops_;
+};
+
+class Executor {
+ public:
+  explicit Executor(Place place = Place::Cpu()) : place_(place) {}
+
+  // Validates the program and binds block `block_index` to `scope`.
+  std::unique_ptr<PreparedBlock> Prepare(const proto::ProgramDesc& program, Scope* scope,
+                                         int block_index = 0) const;
+  // Binds feeds, runs every op in order, returns the fetched tensors (sharing
+  // memory with the scope's variables until the next step overwrites them).
+  std::vector<Tensor> Run(PreparedBlock& block, const FeedList& feeds = {},
+                          const std::vector<std::string>& fetches = {}) const;
+  // Prepare + Run, once.
+  std::vector<Tensor> Run(const proto::ProgramDesc& program, Scope* scope, const FeedList& feeds = {},
+                          const std::vector<std::string>& fetches = {}) const;
+
+  Place place() const { return place_; }
+
+ private:
+  Place place_;
+};
+
+// Seed of the random generator of op `op_index` in `block_index`: the op's
+// "seed" attribute when non-zero, else mixed from the program's random_seed.
+uint64_t OpSeed(const proto::ProgramDesc& program, int block_index, int op_index);
+
+}  // namespace rill

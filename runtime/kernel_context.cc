@@ -1,0 +1,73 @@
+#include "runtime/kernel_context.h"
+
+namespace rill {
+
+KernelContext::KernelContext(const proto::OpDesc& op, const OpSchema& schema, Scope* scope,
+                             Place place, uint64_t seed)
+    : op_(op), schema_(schema), place_(place), rng_(seed) {
+  auto bind = [scope](const google::protobuf::RepeatedPtrField<proto::Slot>& slots,
+                      std::vector<Binding>* out) {
+    for (const auto& s : slots) {
+      Binding b{s.name(), {s.vars().begin(), s.vars().end()}, {}};
+      for (const auto& name : b.names) {
+        Variable* v = scope->FindVar(name);
+        b.vars.push_back(v != nullptr ? v : scope->Var(name));
+      }
+      out->push_back(std::move(b));
+    }
+  };
+  bind(op.inputs(), &inputs_);
+  bind(op.outputs(), &outputs_);
+}
+
+const KernelContext::Binding* KernelContext::FindBinding(const std::vector<Binding>& list,
+                                                         const std::string& slot) const {
+  for (const auto& b : list) {
+    if (b.slot == slot) return &b;
+  }
+  return nullptr;
+}
+
+int KernelContext::InputCount(const std::string& slot) const {
+  const Binding* b = FindBinding(inputs_, slot);
+  return b == nullptr ? 0 : static_cast<int>(b->vars.size());
+}
+
+int KernelContext::OutputCount(const std::string& slot) const {
+  const Binding* b = FindBinding(outputs_, slot);
+  return b == nullptr ? 0 : static_cast<int>(b->vars.size());
+}
+
+const std::string& KernelContext::InputName(const std::string& slot, int i) const {
+  const Binding* b = FindBinding(inputs_, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
+             "op ", op_.type(), " has no input ", slot, " #", i);
+  return b->names[i];
+}
+
+bool KernelContext::InputReady(const std::string& slot, int i) const {
+  const Binding* b = FindBinding(inputs_, slot);
+  return b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()) &&
+         b->vars[i]->tensor().initialized();
+}
+
+const Tensor& KernelContext::Input(const std::string& slot, int i) const {
+  const Binding* b = FindBinding(inputs_, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
+             "op ", op_.type(), " has no input ", slot, " #", i);
+  const Tensor& t = b->vars[i]->tensor();
+  RILL_CHECK(t.initialized(), kInvalidArgument, "input ", slot, " of op ", op_.type(),
+             " names variable \"", b->names[i],
+             "\", which holds no value (not fed, not initialised by the startup program, and "
+             "not written by an earlier op)");
+  return t;
+}
+
+Tensor* KernelContext::Output(const std::string& slot, int i) {
+  const Binding* b = FindBinding(outputs_, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
+             "op ", op_.type(), " has no output ", slot, " #", i);
+  return b->vars[i]->mutable_tensor();
+}
+
+}  // namespace rill

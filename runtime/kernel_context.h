@@ -1,0 +1,67 @@
+// KernelContext: what a kernel sees when it runs — its bound input and output
+// tensors by slot, its attributes, its place, and a random generator that
+// belongs to this op instance (seeded once, advancing across runs).
+// One context per prepared op; kernels of different ops may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "proto/program.pb.h"
+#include "runtime/error.h"
+#include "runtime/op_schema.h"
+#include "runtime/place.h"
+#include "runtime/scope.h"
+#include "runtime/shape_context.h"
+
+namespace rill {
+
+class KernelContext {
+ public:
+  // Binds the op's slots to variables of `scope`; creates output variables.
+  KernelContext(const proto::OpDesc& op, const OpSchema& schema, Scope* scope, Place place,
+                uint64_t seed);
+
+  // Input i of a slot. Throws kInvalidArgument naming the variable when it has no value yet.
+  const Tensor& Input(const std::string& slot, int i = 0) const;
+  // Inputs that are bound (possibly to an unwritten variable) count here.
+  int InputCount(const std::string& slot) const;
+  bool HasInput(const std::string& slot) const { return InputCount(slot) > 0; }
+  // True when input i is bound and holds a value.
+  bool InputReady(const std::string& slot, int i = 0) const;
+  const std::string& InputName(const std::string& slot, int i = 0) const;
+
+  Tensor* Output(const std::string& slot, int i = 0);
+  int OutputCount(const std::string& slot) const;
+  bool HasOutput(const std::string& slot) const { return OutputCount(slot) > 0; }
+
+  template <class T>
+  T Attr(const std::string& name) const {
+    return ReadAttr<T>(op_, schema_, name);
+  }
+
+  const proto::OpDesc& op() const { return op_; }
+  Place place() const { return place_; }
+  // This op instance's generator: seeded from the op's "seed" attribute when
+  // non-zero, else from the program seed and the op's position.
+  std::mt19937_64& rng() { return rng_; }
+
+ private:
+  struct Binding {
+    std::string slot;
+    std::vector<std::string> names;
+    std::vector<Variable*> vars;
+  };
+  const Binding* FindBinding(const std::vector<Binding>& list, const std::string& slot) const;
+
+  const proto::OpDesc& op_;
+  const OpSchema& schema_;
+  Place place_;
+  std::vector<Binding> inputs_;
+  std::vector<Binding> outputs_;
+  std::mt19937_64 rng_;
+};
+
+}  // namespace rill

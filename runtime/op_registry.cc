@@ -1,0 +1,57 @@
+#include "runtime/op_registry.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "runtime/error.h"
+
+namespace rill {
+namespace {
+
+struct Registry {
+  std::mutex mutex;  // guards registration; lookups happen after static init
+  std::unordered_map<std::string, std::unique_ptr<OpSchema>> schemas;
+};
+
+Registry& GlobalRegistry() {
+  static Registry* registry = new Registry;  // never destroyed: used by static destructors
+  return *registry;
+}
+
+}  // namespace
+
+bool RegisterOp(OpSchema schema) {
+  Registry& r = GlobalRegistry();
+  std::lock_guard lock(r.mutex);
+  const std::string type = schema.type();
+  RILL_CHECK(!r.schemas.count(type), kInvalidArgument, "op type \"", type,
+             "\" is registered twice");
+  r.schemas[type] = std::make_unique<OpSchema>(std::move(schema));
+  return true;
+}
+
+const OpSchema* FindOpSchema(const std::string& type) {
+  Registry& r = GlobalRegistry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.schemas.find(type);
+  return it == r.schemas.end() ? nullptr : it->second.get();
+}
+
+const OpSchema& GetOpSchema(const std::string& type) {
+  const OpSchema* schema = FindOpSchema(type);
+  RILL_CHECK(schema != nullptr, kNotFound, "unknown op type \"", type, "\"");
+  return *schema;
+}
+
+std::vector<std::string> RegisteredOpTypes() {
+  Registry& r = GlobalRegistry();
+  std::lock_guard lock(r.mutex);
+  std::vector<std::string> types;
+  for (const auto& [type, schema] : r.schemas) types.push_back(type);
+  std::sort(types.begin(), types.end());
+  return types;
+}
+
+}  // namespace rill

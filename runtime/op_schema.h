@@ -1,0 +1,134 @@
+// OpSchema: everything Rill knows about an op type — its input and output
+// slots, its attributes (with defaults and checks), shape inference, kernels
+// per place, and how to make its gradient ops. Ops register one schema each,
+// in one readable block at the bottom of their file:
+//
+//   RILL_REGISTER_OP(scale, OpSchema("scale")
+//       .Doc("Out = scale * X + bias")
+//       .Input("X", "input tensor")
+//       .Output("Out", "result, same shape as X")
+//       .Attr("scale", 1.0f, "the multiplier")
+//       .InferShape(SameShapeAs("X", "Out"))
+//       .CpuKernel(ScaleKernel)
+//       .Grad(ScaleGradMaker));
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "proto/program.pb.h"
+#include "runtime/place.h"
+
+namespace rill {
+
+class ShapeContext;
+class KernelContext;
+
+enum class AttrType { kBool, kInt, kFloat, kString, kInts, kFloats, kStrings, kBlock };
+const char* AttrTypeName(AttrType type);
+
+// Flags of a slot, combined with |.
+enum SlotFlag : unsigned {
+  kRequired = 0,
+  kOptional = 1u << 0,    // may be absent or empty
+  kDuplicable = 1u << 1,  // may hold several variables (e.g. sum's X)
+  kNoGradient = 1u << 2,  // no gradient flows through it (labels, indices)
+};
+
+struct SlotSpec {
+  std::string name;
+  std::string doc;
+  unsigned flags = kRequired;
+  bool optional() const { return flags & kOptional; }
+  bool duplicable() const { return flags & kDuplicable; }
+  bool differentiable() const { return !(flags & kNoGradient); }
+};
+
+// Returns an empty string when the value is acceptable, else why it is not.
+using AttrCheck = std::function<std::string(const proto::Attr&)>;
+
+struct AttrSpec {
+  std::string name;
+  std::string doc;
+  AttrType type = AttrType::kInt;
+  std::optional<proto::Attr> default_value;  // absent: the attribute is required
+  AttrCheck check;
+};
+
+using InferShapeFn = std::function<void(ShapeContext&)>;
+using KernelFn = std::function<void(KernelContext&)>;
+// Makes the gradient ops of one forward op. Gradient variables are named
+// GradVarName(forward name); append_backward renames and prunes them.
+using GradMakerFn = std::function<std::vector<proto::OpDesc>(const proto::OpDesc& forward)>;
+
+class OpSchema {
+ public:
+  explicit OpSchema(std::string type);
+
+  // -- declaration (builder style) -------------------------------------------
+  OpSchema& Doc(std::string doc);
+  OpSchema& Input(std::string name, std::string doc, unsigned flags = kRequired);
+  OpSchema& Output(std::string name, std::string doc, unsigned flags = kRequired);
+  // Optional attribute with a default value; check may be empty.
+  OpSchema& Attr(std::string name, bool default_value, std::string doc);
+  OpSchema& Attr(std::string name, int default_value, std::string doc, AttrCheck check = {});
+  OpSchema& Attr(std::string name, float default_value, std::string doc, AttrCheck check = {});
+  OpSchema& Attr(std::string name, const char* default_value, std::string doc, AttrCheck check = {});
+  OpSchema& Attr(std::string name, std::vector<int64_t> default_value, std::string doc,
+                 AttrCheck check = {});
+  OpSchema& Attr(std::string name, std::vector<float> default_value, std::string doc,
+                 AttrCheck check = {});
+  // Attribute that every op of this type must set.
+  OpSchema& RequiredAttr(std::string name, AttrType type, std::string doc, AttrCheck check = {});
+  OpSchema& InferShape(InferShapeFn fn);
+  OpSchema& Kernel(Place::Kind place, KernelFn fn);
+  OpSchema& CpuKernel(KernelFn fn) { return Kernel(Place::Kind::kCpu, std::move(fn)); }
+  OpSchema& Grad(GradMakerFn fn);
+  // The common gradient: one op "<type>_grad" taking every forward input and
+  // output and each output's gradient, producing each differentiable input's gradient.
+  OpSchema& DefaultGrad();
+
+  // -- queries ---------------------------------------------------------------
+  const std::string& type() const { return type_; }
+  const std::string& doc() const { return doc_; }
+  const std::vector<SlotSpec>& inputs() const { return inputs_; }
+  const std::vector<SlotSpec>& outputs() const { return outputs_; }
+  const std::vector<AttrSpec>& attrs() const { return attrs_; }
+  const SlotSpec* FindInput(const std::string& name) const;
+  const SlotSpec* FindOutput(const std::string& name) const;
+  const AttrSpec* FindAttr(const std::string& name) const;
+  const InferShapeFn& infer_shape() const { return infer_shape_; }
+  // nullptr when no kernel is registered for that place.
+  const KernelFn* FindKernel(Place::Kind place) const;
+  bool has_grad() const { return static_cast<bool>(grad_maker_); }
+  const GradMakerFn& grad_maker() const { return grad_maker_; }
+
+ private:
+  OpSchema& AddAttr(std::string name, AttrType type, std::optional<proto::Attr> value, std::string doc,
+                    AttrCheck check);
+
+  std::string type_;
+  std::string doc_;
+  std::vector<SlotSpec> inputs_;
+  std::vector<SlotSpec> outputs_;
+  std::vector<AttrSpec> attrs_;
+  InferShapeFn infer_shape_;
+  std::map<Place::Kind, KernelFn> kernels_;
+  GradMakerFn grad_maker_;
+};
+
+// The attribute type a proto value holds (kInt for an int, ...).
+AttrType AttrTypeOf(const proto::Attr& attr);
+
+// Common attribute checks.
+AttrCheck AtLeast(int64_t min);
+AttrCheck InRange(double min, double max);
+AttrCheck OneOf(std::vector<std::string> allowed);
+
+// Common shape inference: Out gets In's shape and type.
+InferShapeFn SameShapeAs(std::string in, std::string out);
+
+}  // namespace rill

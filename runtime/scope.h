@@ -1,0 +1,61 @@
+// Scope: the names a run can see, mapped to variables. A child scope sees its
+// ancestors' variables; creating a name in a child shadows the parent's.
+//
+// Thread safety: lookups and creation are safe from many threads (a
+// shared_mutex guards the name table). A Variable's contents are not guarded:
+// the executor orders its writers and readers.
+#pragma once
+
+#include <memory>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace rill {
+
+// A named slot holding a value. Dense tensors are the only kind so far.
+class Variable {
+ public:
+  const Tensor& tensor() const { return tensor_; }
+  Tensor* mutable_tensor() { return &tensor_; }
+
+ private:
+  Tensor tensor_;
+};
+
+class Scope {
+ public:
+  Scope() = default;
+  Scope(const Scope&) = delete;
+  Scope& operator=(const Scope&) = delete;
+
+  // The variable `name` in this scope, created empty if absent here.
+  Variable* Var(const std::string& name);
+  // The variable `name` here or in the nearest ancestor that has it; nullptr if none.
+  Variable* FindVar(const std::string& name) const;
+  // Like FindVar, but only in this scope.
+  Variable* FindLocalVar(const std::string& name) const;
+  // Tensor of an existing variable; throws kNotFound naming the variable.
+  const Tensor& GetTensor(const std::string& name) const;
+  Tensor* GetMutableTensor(const std::string& name);
+
+  // A new child scope, owned by this one.
+  Scope& NewChild();
+  // Removes every child scope (their variables go with them).
+  void DropChildren();
+  const Scope* parent() const { return parent_; }
+
+  // Names of this scope's own variables, sorted.
+  std::vector<std::string> LocalVarNames() const;
+
+ private:
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::string, std::unique_ptr<Variable>> vars_;
+  std::vector<std::unique_ptr<Scope>> children_;
+  const Scope* parent_ = nullptr;
+};
+
+}  // namespace rill
