@@ -1,0 +1,1 @@
+// placeholder: squared_l2_norm

@@ -1,0 +1,1 @@
+// placeholder: softmax_with_cross_entropy

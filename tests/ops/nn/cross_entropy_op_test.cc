@@ -1,0 +1,1 @@
+// placeholder: cross_entropy tests

@@ -1,0 +1,1 @@
+// placeholder: pool2d tests

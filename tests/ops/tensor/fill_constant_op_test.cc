@@ -1,0 +1,1 @@
+// placeholder: fill_constant tests

@@ -1,0 +1,1 @@
+// placeholder: fill_zeros_like tests

@@ -1,0 +1,1 @@
+// placeholder: gaussian_random tests

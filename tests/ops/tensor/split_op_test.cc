@@ -1,0 +1,1 @@
+// placeholder: split tests
