@@ -13,6 +13,7 @@ packages=(
   libtbb-dev
   clang libclang-rt-14-dev
   python3 python3-numpy
+  zlib1g-dev
   dataset-fashion-mnist
 )
 if [[ "${RILL_SETUP_TORCH:-0}" == 1 ]]; then

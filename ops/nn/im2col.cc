@@ -1,1 +1,101 @@
-// placeholder
+// im2col and col2im for 2-D convolution of one NCHW image.
+#include "ops/nn/im2col.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace rill {
+namespace {
+
+// Output positions o in [0, out) whose input index o * stride + offset lies
+// in [0, in), as [begin, end). Computed once per kernel tap so the inner
+// loops need no bounds tests or divisions.
+struct Range {
+  int64_t begin;
+  int64_t end;
+};
+
+Range ValidRange(int64_t offset, int64_t stride, int64_t in, int64_t out) {
+  const int64_t begin = offset >= 0 ? 0 : (-offset + stride - 1) / stride;
+  const int64_t end = in - offset <= 0 ? 0 : (in - offset + stride - 1) / stride;
+  Range r{std::min(begin, out), std::min(end, out)};
+  r.end = std::max(r.end, r.begin);
+  return r;
+}
+
+}  // namespace
+
+int64_t WindowOutputSize(int64_t in, int64_t kernel, int64_t pad, int64_t stride,
+                         int64_t dilation) {
+  if (in < 0) return -1;
+  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+template <class T>
+void Im2Col(const T* im, const Im2ColGeometry& g, T* col) {
+  const int64_t plane = g.height * g.width;
+  const int64_t cols = g.col_cols();
+  for (int64_t c = 0; c < g.channels; ++c) {
+    const T* src = im + c * plane;
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      const int64_t y_off = i * g.dilation_h - g.pad_h;
+      const Range ys = ValidRange(y_off, g.stride_h, g.height, g.out_h);
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        const int64_t x_off = j * g.dilation_w - g.pad_w;
+        const Range xs = ValidRange(x_off, g.stride_w, g.width, g.out_w);
+        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * cols;
+        std::fill(row, row + ys.begin * g.out_w, T(0));
+        for (int64_t oy = ys.begin; oy < ys.end; ++oy) {
+          T* dst = row + oy * g.out_w;
+          // Index of output column 0 in src; only ox in xs is dereferenced.
+          const int64_t base = (oy * g.stride_h + y_off) * g.width + x_off;
+          std::fill(dst, dst + xs.begin, T(0));
+          if (g.stride_w == 1) {
+            if (xs.end > xs.begin) {
+              std::memcpy(dst + xs.begin, src + base + xs.begin,
+                          static_cast<size_t>(xs.end - xs.begin) * sizeof(T));
+            }
+          } else {
+            for (int64_t ox = xs.begin; ox < xs.end; ++ox) dst[ox] = src[base + ox * g.stride_w];
+          }
+          std::fill(dst + xs.end, dst + g.out_w, T(0));
+        }
+        std::fill(row + ys.end * g.out_w, row + cols, T(0));
+      }
+    }
+  }
+}
+
+template <class T>
+void Col2Im(const T* col, const Im2ColGeometry& g, T* im) {
+  const int64_t plane = g.height * g.width;
+  const int64_t cols = g.col_cols();
+  for (int64_t c = 0; c < g.channels; ++c) {
+    T* dst = im + c * plane;
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      const int64_t y_off = i * g.dilation_h - g.pad_h;
+      const Range ys = ValidRange(y_off, g.stride_h, g.height, g.out_h);
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        const int64_t x_off = j * g.dilation_w - g.pad_w;
+        const Range xs = ValidRange(x_off, g.stride_w, g.width, g.out_w);
+        const T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * cols;
+        for (int64_t oy = ys.begin; oy < ys.end; ++oy) {
+          const T* src = row + oy * g.out_w;
+          const int64_t base = (oy * g.stride_h + y_off) * g.width + x_off;
+          if (g.stride_w == 1) {
+            for (int64_t ox = xs.begin; ox < xs.end; ++ox) dst[base + ox] += src[ox];
+          } else {
+            for (int64_t ox = xs.begin; ox < xs.end; ++ox) dst[base + ox * g.stride_w] += src[ox];
+          }
+        }
+      }
+    }
+  }
+}
+
+template void Im2Col<float>(const float*, const Im2ColGeometry&, float*);
+template void Im2Col<double>(const double*, const Im2ColGeometry&, double*);
+template void Col2Im<float>(const float*, const Im2ColGeometry&, float*);
+template void Col2Im<double>(const double*, const Im2ColGeometry&, double*);
+
+}  // namespace rill

@@ -1,0 +1,89 @@
+#include "runtime/dataset/fashion_mnist.h"
+
+#include <zlib.h>
+
+#include <filesystem>
+
+#include "runtime/error.h"
+
+namespace rill {
+namespace {
+
+// Reads a whole file through zlib, which passes uncompressed files through unchanged.
+std::string ReadMaybeGzip(const std::string& path) {
+  gzFile file = gzopen(path.c_str(), "rb");
+  RILL_CHECK(file != nullptr, kIo, "cannot open ", path);
+  std::string data;
+  char chunk[1 << 16];
+  int n = 0;
+  while ((n = gzread(file, chunk, sizeof(chunk))) > 0) data.append(chunk, static_cast<size_t>(n));
+  const bool failed = n < 0;
+  gzclose(file);
+  RILL_CHECK(!failed, kIo, "cannot decompress ", path);
+  return data;
+}
+
+uint32_t BigEndian32(const std::string& data, size_t offset) {
+  const auto* p = reinterpret_cast<const unsigned char*>(data.data() + offset);
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
+}
+
+std::string FindFile(const std::string& dir, const std::string& stem) {
+  for (const char* suffix : {".gz", ""}) {
+    std::string path = dir + "/" + stem + suffix;
+    if (std::filesystem::exists(path)) return path;
+  }
+  Fail(ErrorCode::kIo, "Fashion-MNIST file ", dir, "/", stem,
+       "[.gz] not found; install Debian's dataset-fashion-mnist package (bash tools/setup.sh) "
+       "or pass the directory holding the IDX files");
+}
+
+}  // namespace
+
+std::string ReadIdxFile(const std::string& path, std::vector<int64_t>* dims) {
+  std::string data = ReadMaybeGzip(path);
+  RILL_CHECK(data.size() >= 4, kParse, path, ": too short for an IDX header");
+  const uint32_t magic = BigEndian32(data, 0);
+  RILL_CHECK((magic >> 8) == 0x08, kParse, path, ": not an IDX file of unsigned bytes (magic 0x",
+             std::hex, magic, ")");
+  const size_t rank = magic & 0xff;
+  RILL_CHECK(rank >= 1 && rank <= 4 && data.size() >= 4 + 4 * rank, kParse, path,
+             ": bad IDX rank ", rank);
+  dims->clear();
+  size_t count = 1;
+  for (size_t i = 0; i < rank; ++i) {
+    dims->push_back(BigEndian32(data, 4 + 4 * i));
+    count *= static_cast<size_t>(dims->back());
+  }
+  const size_t header = 4 + 4 * rank;
+  RILL_CHECK(data.size() == header + count, kParse, path, ": holds ", data.size() - header,
+             " bytes of data, the header promises ", count);
+  return data.substr(header);
+}
+
+ImageDataset LoadFashionMnist(const std::string& dir, bool train) {
+  const std::string prefix = train ? "train" : "t10k";
+  std::vector<int64_t> image_dims, label_dims;
+  const std::string image_path = FindFile(dir, prefix + "-images-idx3-ubyte");
+  const std::string label_path = FindFile(dir, prefix + "-labels-idx1-ubyte");
+  std::string pixels = ReadIdxFile(image_path, &image_dims);
+  std::string labels = ReadIdxFile(label_path, &label_dims);
+  RILL_CHECK(image_dims.size() == 3 && label_dims.size() == 1 && image_dims[0] == label_dims[0],
+             kParse, image_path, " and ", label_path, " disagree on the number of examples");
+  ImageDataset set;
+  set.rows = image_dims[1];
+  set.cols = image_dims[2];
+  const int64_t n = image_dims[0];
+  const int64_t pixels_per_image = set.rows * set.cols;
+  float* out = set.images.Allocate<float>({n, pixels_per_image});
+  for (int64_t i = 0; i < n * pixels_per_image; ++i) {
+    out[i] = static_cast<float>(static_cast<unsigned char>(pixels[static_cast<size_t>(i)])) / 255.0f;
+  }
+  int64_t* label_out = set.labels.Allocate<int64_t>({n, 1});
+  for (int64_t i = 0; i < n; ++i) {
+    label_out[i] = static_cast<unsigned char>(labels[static_cast<size_t>(i)]);
+  }
+  return set;
+}
+
+}  // namespace rill

@@ -1,0 +1,31 @@
+// Fashion-MNIST (and MNIST) from IDX files, as installed by Debian's
+// dataset-fashion-mnist package under /usr/share/datasets/fashion-mnist.
+// Files may be gzip-compressed (*.gz) or plain.
+#pragma once
+
+#include <string>
+
+#include "runtime/tensor.h"
+
+namespace rill {
+
+inline constexpr const char* kFashionMnistDir = "/usr/share/datasets/fashion-mnist";
+
+// An in-memory labelled image set.
+struct ImageDataset {
+  Tensor images;  // float32 [N, rows * cols], pixel values scaled to [0, 1]
+  Tensor labels;  // int64 [N, 1]
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t size() const { return labels.initialized() ? labels.dim(0) : 0; }
+};
+
+// Reads "<dir>/train-*" (train = true) or "<dir>/t10k-*". Throws kIo naming
+// the path (and the package that provides it) when a file is missing, and
+// kParse when a file is not a valid IDX file or images and labels disagree.
+ImageDataset LoadFashionMnist(const std::string& dir, bool train);
+
+// Reads one IDX file of unsigned bytes; `dims` receives its dimensions.
+std::string ReadIdxFile(const std::string& path, std::vector<int64_t>* dims);
+
+}  // namespace rill

@@ -1,0 +1,91 @@
+// Optimizers: each appends append_backward's gradient ops, optional L2
+// regularisation and global-norm clipping, then one update op per parameter.
+//
+//   Adam adam(1e-3);
+//   adam.set_l2(1e-4).set_clip_global_norm(5.0);
+//   auto params = adam.Minimize(builder, loss);
+//
+// The learning rate is a persistable [1] variable ("learning_rate_N") that a
+// trainer may overwrite between steps to decay it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "runtime/backward.h"
+#include "runtime/builder.h"
+
+namespace rill {
+
+class Optimizer {
+ public:
+  explicit Optimizer(float learning_rate) : learning_rate_(learning_rate) {}
+  virtual ~Optimizer() = default;
+
+  // Adds coeff * param to each gradient (weight decay).
+  Optimizer& set_l2(float coeff) {
+    l2_ = coeff;
+    return *this;
+  }
+  // Scales all gradients by clip / max(clip, global L2 norm of all gradients).
+  Optimizer& set_clip_global_norm(float clip) {
+    clip_norm_ = clip;
+    return *this;
+  }
+
+  // Appends backward, regularisation, clipping and updates; returns the parameters updated.
+  std::vector<ParamGrad> Minimize(Builder& builder, const Var& loss);
+  // The learning-rate variable (valid after Minimize).
+  const std::string& learning_rate_var() const { return learning_rate_var_; }
+
+ protected:
+  // Appends the update ops of one parameter.
+  virtual void AppendUpdate(Builder& builder, const Var& param, const Var& grad, const Var& lr) = 0;
+
+ private:
+  void AppendL2(Builder& builder, const std::vector<ParamGrad>& pairs);
+  void AppendClip(Builder& builder, const std::vector<ParamGrad>& pairs);
+
+  float learning_rate_;
+  float l2_ = 0;
+  float clip_norm_ = 0;
+  std::string learning_rate_var_;
+};
+
+// param -= lr * grad
+class SGD : public Optimizer {
+ public:
+  using Optimizer::Optimizer;
+
+ protected:
+  void AppendUpdate(Builder& builder, const Var& param, const Var& grad, const Var& lr) override;
+};
+
+// velocity = mu * velocity + grad; param -= lr * velocity (or the Nesterov form).
+class Momentum : public Optimizer {
+ public:
+  Momentum(float learning_rate, float mu = 0.9f, bool nesterov = false)
+      : Optimizer(learning_rate), mu_(mu), nesterov_(nesterov) {}
+
+ protected:
+  void AppendUpdate(Builder& builder, const Var& param, const Var& grad, const Var& lr) override;
+
+ private:
+  float mu_;
+  bool nesterov_;
+};
+
+// Adam with bias correction, as PyTorch computes it.
+class Adam : public Optimizer {
+ public:
+  Adam(float learning_rate, float beta1 = 0.9f, float beta2 = 0.999f, float epsilon = 1e-8f)
+      : Optimizer(learning_rate), beta1_(beta1), beta2_(beta2), epsilon_(epsilon) {}
+
+ protected:
+  void AppendUpdate(Builder& builder, const Var& param, const Var& grad, const Var& lr) override;
+
+ private:
+  float beta1_, beta2_, epsilon_;
+};
+
+}  // namespace rill

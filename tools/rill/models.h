@@ -1,0 +1,24 @@
+// The models `rill train` and the benchmarks build: Fashion-MNIST classifiers
+// over 28x28 grey images with 10 classes.
+#pragma once
+
+#include <string>
+
+#include "runtime/builder.h"
+
+namespace rill::cli {
+
+struct Classifier {
+  Var image;     // float32 [-1, 784]
+  Var label;     // int64 [-1, 1]
+  Var loss;      // float32 [1], mean softmax cross-entropy
+  Var accuracy;  // float32 [1]
+};
+
+// "mlp": 784-256-128-10 with ReLU. "cnn": two 5x5 conv + ReLU + 2x2 max-pool
+// layers (32 and 64 channels), fc 1024 + ReLU, fc 10. "linreg": one linear
+// layer 784-10 (multinomial logistic regression). Throws kInvalidArgument for
+// another name.
+Classifier BuildClassifier(Builder& builder, const std::string& model);
+
+}  // namespace rill::cli

@@ -1,0 +1,207 @@
+// rill train: trains a Fashion-MNIST classifier with the reference executor,
+// evaluating on the 10k test set after each epoch.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ops/math/blas.h"
+#include "runtime/dataset/fashion_mnist.h"
+#include "runtime/executor.h"
+#include "runtime/io/checkpoint.h"
+#include "runtime/optimizer.h"
+#include "tools/rill/commands.h"
+#include "tools/rill/flags.h"
+#include "tools/rill/models.h"
+
+namespace rill::cli {
+namespace {
+
+constexpr const char* kUsage = R"(usage: rill train [flags]
+  --model mlp|cnn|linreg   model (default mlp: 784-256-128-10, ReLU)
+  --epochs N               passes over the 60k training images (default 5)
+  --batch N                batch size (default 64)
+  --lr X                   learning rate (default 1e-3)
+  --optimizer sgd|momentum|adam   (default adam)
+  --seed N                 seed for initialisation and shuffling (default 0)
+  --max-steps N            stop each epoch after N steps (default: whole epoch)
+  --data DIR               IDX files (default /usr/share/datasets/fashion-mnist)
+  --threads N              OpenBLAS threads (default 1)
+  --save FILE              write a checkpoint of all persistable variables at the end
+  --resume FILE            start from a checkpoint written by --save
+  --json                   one JSON object per epoch on stdout
+)";
+
+struct TrainOptions {
+  std::string model = "mlp";
+  int epochs = 5;
+  int batch = 64;
+  double lr = 1e-3;
+  std::string optimizer = "adam";
+  uint64_t seed = 0;
+  int64_t max_steps = -1;
+  std::string data = kFashionMnistDir;
+  int threads = 1;
+  std::string save;
+  std::string resume;
+  bool json = false;
+};
+
+std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
+  if (name == "sgd") return std::make_unique<SGD>(lr);
+  if (name == "momentum") return std::make_unique<Momentum>(lr);
+  if (name == "adam") return std::make_unique<Adam>(lr);
+  Fail(ErrorCode::kInvalidArgument, "unknown optimizer \"", name, "\" (expected sgd, momentum or adam)");
+}
+
+// Copies the rows `order[begin, end)` of a dataset into batch tensors.
+void GatherBatch(const ImageDataset& set, const std::vector<int64_t>& order, size_t begin, size_t end,
+                 Tensor* images, Tensor* labels) {
+  const int64_t n = static_cast<int64_t>(end - begin);
+  const int64_t width = set.images.dim(1);
+  *images = Tensor(DataType::kFloat32, {n, width});
+  *labels = Tensor(DataType::kInt64, {n, 1});
+  float* x = images->mutable_data<float>();
+  int64_t* y = labels->mutable_data<int64_t>();
+  const float* src = set.images.data<float>();
+  const int64_t* src_labels = set.labels.data<int64_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t row = order[begin + static_cast<size_t>(i)];
+    std::copy(src + row * width, src + (row + 1) * width, x + i * width);
+    y[i] = src_labels[row];
+  }
+}
+
+void DrawProgress(int epoch, size_t done, size_t total, double loss, double rate) {
+  constexpr int kWidth = 30;
+  const int filled = static_cast<int>(kWidth * done / std::max<size_t>(total, 1));
+  std::fprintf(stderr, "\repoch %d [%s%s] %3d%%  loss %.4f  %.0f samples/s ", epoch,
+               std::string(static_cast<size_t>(filled), '#').c_str(),
+               std::string(static_cast<size_t>(kWidth - filled), ' ').c_str(),
+               static_cast<int>(100 * done / std::max<size_t>(total, 1)), loss, rate);
+  std::fflush(stderr);
+}
+
+struct Evaluation {
+  double loss = 0;
+  double accuracy = 0;
+};
+
+Evaluation Evaluate(const Executor& exe, PreparedBlock& eval, const ImageDataset& test,
+                    const Classifier& model) {
+  constexpr size_t kEvalBatch = 1000;
+  std::vector<int64_t> order(static_cast<size_t>(test.size()));
+  std::iota(order.begin(), order.end(), 0);
+  Evaluation result;
+  Tensor images, labels;
+  for (size_t begin = 0; begin < order.size(); begin += kEvalBatch) {
+    const size_t end = std::min(order.size(), begin + kEvalBatch);
+    GatherBatch(test, order, begin, end, &images, &labels);
+    auto out = exe.Run(eval, {{model.image.name, images}, {model.label.name, labels}},
+                       {model.loss.name, model.accuracy.name});
+    const double n = static_cast<double>(end - begin);
+    result.loss += out[0].GetAsDouble(0) * n;
+    result.accuracy += out[1].GetAsDouble(0) * n;
+  }
+  result.loss /= static_cast<double>(order.size());
+  result.accuracy /= static_cast<double>(order.size());
+  return result;
+}
+
+int Train(const TrainOptions& opt) {
+  SetBlasThreads(opt.threads);
+  const ImageDataset train = LoadFashionMnist(opt.data, /*train=*/true);
+  const ImageDataset test = LoadFashionMnist(opt.data, /*train=*/false);
+
+  Program main, startup;
+  Builder builder(&main, &startup, opt.seed);
+  Classifier model = BuildClassifier(builder, opt.model);
+  Program eval_program = main.CloneForTest();  // forward only, taken before backward is added
+  MakeOptimizer(opt.optimizer, static_cast<float>(opt.lr))->Minimize(builder, model.loss);
+
+  Executor exe;
+  Scope scope;
+  exe.Run(startup.desc(), &scope);
+  if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
+  auto step = exe.Prepare(main.desc(), &scope);
+  auto eval = exe.Prepare(eval_program.desc(), &scope);
+
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  std::vector<int64_t> order(static_cast<size_t>(train.size()));
+  for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 shuffle(opt.seed * 1000003 + static_cast<uint64_t>(epoch));
+    std::shuffle(order.begin(), order.end(), shuffle);
+    size_t steps = (order.size() + static_cast<size_t>(opt.batch) - 1) / static_cast<size_t>(opt.batch);
+    if (opt.max_steps >= 0) steps = std::min(steps, static_cast<size_t>(opt.max_steps));
+    double loss_sum = 0;
+    int64_t samples = 0;
+    Tensor images, labels;
+    const auto start = std::chrono::steady_clock::now();
+    double seconds = 0;
+    for (size_t s = 0; s < steps; ++s) {
+      const size_t begin = s * static_cast<size_t>(opt.batch);
+      const size_t end = std::min(order.size(), begin + static_cast<size_t>(opt.batch));
+      GatherBatch(train, order, begin, end, &images, &labels);
+      auto out = exe.Run(*step, {{model.image.name, images}, {model.label.name, labels}},
+                         {model.loss.name});
+      loss_sum += out[0].GetAsDouble(0);
+      samples += static_cast<int64_t>(end - begin);
+      seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (tty && (s % 20 == 0 || s + 1 == steps)) {
+        DrawProgress(epoch, s + 1, steps, loss_sum / static_cast<double>(s + 1),
+                     static_cast<double>(samples) / std::max(seconds, 1e-9));
+      }
+    }
+    if (tty) std::fprintf(stderr, "\n");
+    const double train_loss = loss_sum / static_cast<double>(std::max<size_t>(steps, 1));
+    const double rate = static_cast<double>(samples) / std::max(seconds, 1e-9);
+    const Evaluation result = Evaluate(exe, *eval, test, model);
+    if (opt.json) {
+      std::printf(
+          "{\"epoch\": %d, \"model\": \"%s\", \"steps\": %zu, \"train_loss\": %.6f, \"test_loss\": %.6f, "
+          "\"test_accuracy\": %.4f, \"samples_per_sec\": %.1f, \"seconds\": %.3f}\n",
+          epoch, opt.model.c_str(), steps, train_loss, result.loss, result.accuracy, rate, seconds);
+      std::fflush(stdout);
+    } else {
+      std::printf("epoch %d: train loss %.4f, test loss %.4f, test accuracy %.4f, %.0f samples/s\n",
+                  epoch, train_loss, result.loss, result.accuracy, rate);
+    }
+  }
+  if (!opt.save.empty()) SaveCheckpoint(main.desc(), scope, opt.save);
+  return 0;
+}
+
+}  // namespace
+
+int TrainCommand(const std::vector<std::string>& args) {
+  TrainOptions opt;
+  Flags flags("rill train", kUsage);
+  flags.String("--model", &opt.model);
+  flags.Int("--epochs", &opt.epochs);
+  flags.Int("--batch", &opt.batch);
+  flags.Double("--lr", &opt.lr);
+  flags.String("--optimizer", &opt.optimizer);
+  flags.Uint64("--seed", &opt.seed);
+  flags.Int64("--max-steps", &opt.max_steps);
+  flags.String("--data", &opt.data);
+  flags.Int("--threads", &opt.threads);
+  flags.String("--save", &opt.save);
+  flags.String("--resume", &opt.resume);
+  flags.Bool("--json", &opt.json);
+  if (int rc = flags.Parse(args); rc >= 0) return rc;
+  if (opt.epochs < 1 || opt.batch < 1 || opt.threads < 1 || !(opt.lr > 0)) {
+    std::cerr << "rill train: --epochs, --batch and --threads must be >= 1 and --lr > 0\n" << kUsage;
+    return 2;
+  }
+  return Train(opt);
+}
+
+}  // namespace rill::cli
