@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
+
+#include "runtime/error.h"
 
 namespace rill {
 namespace {
@@ -29,6 +32,16 @@ int64_t WindowOutputSize(int64_t in, int64_t kernel, int64_t pad, int64_t stride
                          int64_t dilation) {
   if (in < 0) return -1;
   return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+AttrCheck PairAtLeast(int64_t min) {
+  AttrCheck each = AtLeast(min);
+  return [each](const proto::Attr& a) -> std::string {
+    if (a.value_case() == proto::Attr::kInts && a.ints().values_size() != 2) {
+      return StrCat("must hold 2 values (height, width), holds ", a.ints().values_size());
+    }
+    return each(a);
+  };
 }
 
 template <class T>

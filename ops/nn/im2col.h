@@ -1,8 +1,10 @@
-// im2col and col2im for 2-D convolution of one NCHW image, plus the output
-// size rule shared by conv2d and pool2d.
+// im2col and col2im for 2-D convolution of one NCHW image, plus the window
+// helpers shared by conv2d and pool2d.
 #pragma once
 
 #include <cstdint>
+
+#include "runtime/op_schema.h"
 
 namespace rill {
 
@@ -35,6 +37,10 @@ struct Im2ColGeometry {
 // `in` is -1 (unknown). The caller checks that the window fits.
 int64_t WindowOutputSize(int64_t in, int64_t kernel, int64_t pad, int64_t stride,
                          int64_t dilation = 1);
+
+// Attribute check for (height, width) pairs such as strides: exactly two
+// ints, each at least `min`.
+AttrCheck PairAtLeast(int64_t min);
 
 // Writes the column matrix of image `im` ([channels, height, width]) to `col`;
 // taps that fall into the padding read as zero.

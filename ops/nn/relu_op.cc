@@ -1,1 +1,86 @@
-// placeholder: relu
+// relu: Out = max(X, 0). Its gradient op reads Out rather than X.
+#include <vector>
+
+#include "runtime/kernel_context.h"
+#include "runtime/op_registry.h"
+
+namespace rill {
+namespace {
+
+void ReluKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  VisitFloatType(x.dtype(), [&]<class T>() {
+    const T* in = x.data<T>();
+    const int64_t n = x.numel();
+    T* o = out->Allocate<T>(x.shape());
+    for (int64_t i = 0; i < n; ++i) o[i] = in[i] > T(0) ? in[i] : T(0);
+  });
+}
+
+// X@GRAD = Out@GRAD where Out > 0, else 0. A missing Out@GRAD means zero.
+void ReluGradKernel(KernelContext& ctx) {
+  if (!ctx.HasOutput("X@GRAD")) return;
+  const Tensor& y = ctx.Input("Out");
+  const bool has_dy = ctx.InputReady("Out@GRAD");
+  Tensor* dx = ctx.Output("X@GRAD");
+  VisitFloatType(y.dtype(), [&]<class T>() {
+    const T* out = y.data<T>();
+    const int64_t n = y.numel();
+    if (!has_dy) {
+      T* g = dx->Allocate<T>(y.shape());
+      for (int64_t i = 0; i < n; ++i) g[i] = T(0);
+      return;
+    }
+    const Tensor& dy_t = ctx.Input("Out@GRAD");
+    RILL_CHECK(dy_t.shape() == y.shape(), kInvalidArgument, "Out@GRAD has shape ",
+               ShapeToString(dy_t.shape()), " but Out has shape ", ShapeToString(y.shape()));
+    const T* dy = dy_t.data<T>();
+    T* g = dx->Allocate<T>(y.shape());
+    // dy is read unconditionally so the loop vectorizes as a select.
+    for (int64_t i = 0; i < n; ++i) {
+      const T d = dy[i];
+      g[i] = out[i] > T(0) ? d : T(0);
+    }
+  });
+}
+
+void ReluGradShape(ShapeContext& ctx) {
+  const Shape& out = ctx.InputShape("Out");
+  if (ctx.HasInput("Out@GRAD")) {
+    ctx.Check(ShapesCompatible(out, ctx.InputShape("Out@GRAD")), "Out@GRAD shape ",
+              ShapeToString(ctx.InputShape("Out@GRAD")), " differs from Out shape ",
+              ShapeToString(out));
+  }
+  ctx.SetOutput("X@GRAD", out, ctx.InputType("Out"));
+}
+
+std::vector<proto::OpDesc> ReluGrad(const proto::OpDesc& fwd) {
+  proto::OpDesc grad;
+  grad.set_type("relu_grad");
+  const std::string out = OutputVar(fwd, "Out");
+  SetInput(&grad, "Out", {out});
+  SetInput(&grad, "Out@GRAD", {GradVarName(out)});
+  SetOutput(&grad, "X@GRAD", {GradVarName(InputVar(fwd, "X"))});
+  return {grad};
+}
+
+}  // namespace
+
+RILL_REGISTER_OP(relu, OpSchema("relu")
+                           .Doc("Out = max(X, 0), elementwise.")
+                           .Input("X", "input tensor")
+                           .Output("Out", "result, same shape and type as X")
+                           .InferShape(SameShapeAs("X", "Out"))
+                           .CpuKernel(ReluKernel)
+                           .Grad(ReluGrad));
+
+RILL_REGISTER_OP(relu_grad, OpSchema("relu_grad")
+                                .Doc("X@GRAD = Out@GRAD where Out > 0, else 0.")
+                                .Input("Out", "the forward output")
+                                .Input("Out@GRAD", "gradient of Out; absent means zero", kOptional)
+                                .Output("X@GRAD", "gradient of X", kOptional)
+                                .InferShape(ReluGradShape)
+                                .CpuKernel(ReluGradKernel));
+
+}  // namespace rill

@@ -1,1 +1,84 @@
-// placeholder: sigmoid
+// sigmoid: Out = 1 / (1 + exp(-X)). Its gradient op reads Out rather than X.
+#include <cmath>
+#include <vector>
+
+#include "runtime/kernel_context.h"
+#include "runtime/op_registry.h"
+
+namespace rill {
+namespace {
+
+void SigmoidKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  Tensor* out = ctx.Output("Out");
+  VisitFloatType(x.dtype(), [&]<class T>() {
+    const T* in = x.data<T>();
+    const int64_t n = x.numel();
+    T* o = out->Allocate<T>(x.shape());
+    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-in[i]));
+  });
+}
+
+// X@GRAD = Out@GRAD * Out * (1 - Out). A missing Out@GRAD means zero.
+void SigmoidGradKernel(KernelContext& ctx) {
+  if (!ctx.HasOutput("X@GRAD")) return;
+  const Tensor& y = ctx.Input("Out");
+  const bool has_dy = ctx.InputReady("Out@GRAD");
+  Tensor* dx = ctx.Output("X@GRAD");
+  VisitFloatType(y.dtype(), [&]<class T>() {
+    const T* out = y.data<T>();
+    const int64_t n = y.numel();
+    if (!has_dy) {
+      T* g = dx->Allocate<T>(y.shape());
+      for (int64_t i = 0; i < n; ++i) g[i] = T(0);
+      return;
+    }
+    const Tensor& dy_t = ctx.Input("Out@GRAD");
+    RILL_CHECK(dy_t.shape() == y.shape(), kInvalidArgument, "Out@GRAD has shape ",
+               ShapeToString(dy_t.shape()), " but Out has shape ", ShapeToString(y.shape()));
+    const T* dy = dy_t.data<T>();
+    T* g = dx->Allocate<T>(y.shape());
+    for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * out[i] * (T(1) - out[i]);
+  });
+}
+
+void SigmoidGradShape(ShapeContext& ctx) {
+  const Shape& out = ctx.InputShape("Out");
+  if (ctx.HasInput("Out@GRAD")) {
+    ctx.Check(ShapesCompatible(out, ctx.InputShape("Out@GRAD")), "Out@GRAD shape ",
+              ShapeToString(ctx.InputShape("Out@GRAD")), " differs from Out shape ",
+              ShapeToString(out));
+  }
+  ctx.SetOutput("X@GRAD", out, ctx.InputType("Out"));
+}
+
+std::vector<proto::OpDesc> SigmoidGrad(const proto::OpDesc& fwd) {
+  proto::OpDesc grad;
+  grad.set_type("sigmoid_grad");
+  const std::string out = OutputVar(fwd, "Out");
+  SetInput(&grad, "Out", {out});
+  SetInput(&grad, "Out@GRAD", {GradVarName(out)});
+  SetOutput(&grad, "X@GRAD", {GradVarName(InputVar(fwd, "X"))});
+  return {grad};
+}
+
+}  // namespace
+
+RILL_REGISTER_OP(sigmoid, OpSchema("sigmoid")
+                              .Doc("Out = 1 / (1 + exp(-X)), elementwise.")
+                              .Input("X", "input tensor")
+                              .Output("Out", "result, same shape and type as X")
+                              .InferShape(SameShapeAs("X", "Out"))
+                              .CpuKernel(SigmoidKernel)
+                              .Grad(SigmoidGrad));
+
+RILL_REGISTER_OP(sigmoid_grad,
+                 OpSchema("sigmoid_grad")
+                     .Doc("X@GRAD = Out@GRAD * Out * (1 - Out).")
+                     .Input("Out", "the forward output")
+                     .Input("Out@GRAD", "gradient of Out; absent means zero", kOptional)
+                     .Output("X@GRAD", "gradient of X", kOptional)
+                     .InferShape(SigmoidGradShape)
+                     .CpuKernel(SigmoidGradKernel));
+
+}  // namespace rill

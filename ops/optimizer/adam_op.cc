@@ -1,1 +1,284 @@
-// placeholder: adam
+// adam: Adam with bias correction, computed as PyTorch's torch.optim.Adam does.
+// Beta1Pow/Beta2Pow hold beta^t for the current step t (beta itself at step 1)
+// and are advanced by one step. Param and the moments are updated in place.
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
+#include <immintrin.h>
+#define RILL_ADAM_X86 1
+#endif
+
+#include "runtime/kernel_context.h"
+#include "runtime/op_registry.h"
+
+namespace rill {
+namespace {
+
+// A float32 such as 0.9f stands for the decimal 0.9: widening it through its
+// shortest decimal form gives the double a Python user would have written.
+double DecimalDouble(float f) {
+  char text[32];
+  const auto printed = std::to_chars(text, text + sizeof(text), f);
+  double d = static_cast<double>(f);
+  if (printed.ec == std::errc()) std::from_chars(text, printed.ptr, d);
+  return d;
+}
+
+double ReadScalar(const Tensor& t, const char* slot) {
+  RILL_CHECK(t.numel() == 1, kInvalidArgument, slot, " must hold one element, is ", t.Describe());
+  if (t.dtype() == DataType::kFloat32) return DecimalDouble(t.data<float>()[0]);
+  RILL_CHECK(t.dtype() == DataType::kFloat64, kInvalidArgument, slot,
+             " must be float32 or float64, is ", t.Describe());
+  return t.data<double>()[0];
+}
+
+// Writes one value into a one-element output of the given float type. `shape`
+// is copied by Allocate before anything else changes, so it may be out's own.
+void WriteScalar(Tensor* out, DataType dtype, const Shape& shape, double value) {
+  VisitFloatType(dtype, [&]<class T>() { out->Allocate<T>(shape)[0] = static_cast<T>(value); });
+}
+
+void CheckLikeParam(ShapeContext& ctx, const std::string& slot) {
+  const Shape& param = ctx.InputShape("Param");
+  const Shape& s = ctx.InputShape(slot);
+  ctx.Check(ShapesCompatible(s, param), slot, " ", ShapeToString(s), " differs from Param ",
+            ShapeToString(param));
+  ctx.Check(ctx.InputType(slot) == ctx.InputType("Param"), slot, " is ",
+            DataTypeName(ctx.InputType(slot)), " but Param is ",
+            DataTypeName(ctx.InputType("Param")));
+}
+
+void CheckScalarSlot(ShapeContext& ctx, const std::string& slot) {
+  const Shape& s = ctx.InputShape(slot);
+  bool one = true;
+  for (int64_t d : s) one = one && (d == 1 || d == -1);
+  ctx.Check(one, slot, " must hold one element, has shape ", ShapeToString(s));
+  const DataType t = ctx.InputType(slot);
+  ctx.Check(t == DataType::kFloat32 || t == DataType::kFloat64, slot,
+            " must be float32 or float64, is ", DataTypeName(t));
+}
+
+void AdamShape(ShapeContext& ctx) {
+  const DataType t = ctx.InputType("Param");
+  ctx.Check(t == DataType::kFloat32 || t == DataType::kFloat64,
+            "Param must be float32 or float64, is ", DataTypeName(t));
+  CheckLikeParam(ctx, "Grad");
+  CheckLikeParam(ctx, "Moment1");
+  CheckLikeParam(ctx, "Moment2");
+  CheckScalarSlot(ctx, "LearningRate");
+  CheckScalarSlot(ctx, "Beta1Pow");
+  CheckScalarSlot(ctx, "Beta2Pow");
+  const Shape& param = ctx.InputShape("Param");
+  ctx.SetOutput("ParamOut", param, t);
+  ctx.SetOutput("Moment1Out", param, t);
+  ctx.SetOutput("Moment2Out", param, t);
+  ctx.SetOutput("Beta1PowOut", ctx.InputShape("Beta1Pow"), ctx.InputType("Beta1Pow"));
+  ctx.SetOutput("Beta2PowOut", ctx.InputShape("Beta2Pow"), ctx.InputType("Beta2Pow"));
+}
+
+template <class T>
+struct AdamCoefficients {
+  T beta1, one_minus_beta1, beta2, one_minus_beta2;
+  T step_size;              // lr / (1 - beta1^t)
+  T bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+  T epsilon;
+};
+
+// One element, in PyTorch's order of operations:
+//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g;
+//   p -= step_size * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+// The vector paths below do the same operations in the same order (no fused
+// multiply-add), so every path gives the same bits.
+template <class T>
+inline void AdamElement(T& p, T& m, T& v, T g, const AdamCoefficients<T>& c) {
+  m = c.beta1 * m + c.one_minus_beta1 * g;
+  v = c.beta2 * v + c.one_minus_beta2 * g * g;
+  p -= c.step_size * m / (std::sqrt(v) / c.bias_correction2_sqrt + c.epsilon);
+}
+
+#if defined(RILL_ADAM_X86)
+// The compiler does not vectorise std::sqrt (it may set errno), so the x86
+// paths are written with intrinsics: SSE2 (always there on x86-64) and AVX
+// (chosen at run time). Each returns how many leading elements it updated.
+int64_t AdamLanesSse2(float* p, float* m, float* v, const float* g, int64_t n,
+                      const AdamCoefficients<float>& c) {
+  const __m128 b1 = _mm_set1_ps(c.beta1), c1 = _mm_set1_ps(c.one_minus_beta1);
+  const __m128 b2 = _mm_set1_ps(c.beta2), c2 = _mm_set1_ps(c.one_minus_beta2);
+  const __m128 step = _mm_set1_ps(c.step_size), bc2 = _mm_set1_ps(c.bias_correction2_sqrt);
+  const __m128 eps = _mm_set1_ps(c.epsilon);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128 gi = _mm_loadu_ps(g + i);
+    const __m128 mi = _mm_add_ps(_mm_mul_ps(b1, _mm_loadu_ps(m + i)), _mm_mul_ps(c1, gi));
+    const __m128 vi =
+        _mm_add_ps(_mm_mul_ps(b2, _mm_loadu_ps(v + i)), _mm_mul_ps(_mm_mul_ps(c2, gi), gi));
+    const __m128 denom = _mm_add_ps(_mm_div_ps(_mm_sqrt_ps(vi), bc2), eps);
+    _mm_storeu_ps(m + i, mi);
+    _mm_storeu_ps(v + i, vi);
+    _mm_storeu_ps(p + i, _mm_sub_ps(_mm_loadu_ps(p + i), _mm_div_ps(_mm_mul_ps(step, mi), denom)));
+  }
+  return i;
+}
+
+int64_t AdamLanesSse2(double* p, double* m, double* v, const double* g, int64_t n,
+                      const AdamCoefficients<double>& c) {
+  const __m128d b1 = _mm_set1_pd(c.beta1), c1 = _mm_set1_pd(c.one_minus_beta1);
+  const __m128d b2 = _mm_set1_pd(c.beta2), c2 = _mm_set1_pd(c.one_minus_beta2);
+  const __m128d step = _mm_set1_pd(c.step_size), bc2 = _mm_set1_pd(c.bias_correction2_sqrt);
+  const __m128d eps = _mm_set1_pd(c.epsilon);
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const __m128d gi = _mm_loadu_pd(g + i);
+    const __m128d mi = _mm_add_pd(_mm_mul_pd(b1, _mm_loadu_pd(m + i)), _mm_mul_pd(c1, gi));
+    const __m128d vi =
+        _mm_add_pd(_mm_mul_pd(b2, _mm_loadu_pd(v + i)), _mm_mul_pd(_mm_mul_pd(c2, gi), gi));
+    const __m128d denom = _mm_add_pd(_mm_div_pd(_mm_sqrt_pd(vi), bc2), eps);
+    _mm_storeu_pd(m + i, mi);
+    _mm_storeu_pd(v + i, vi);
+    _mm_storeu_pd(p + i, _mm_sub_pd(_mm_loadu_pd(p + i), _mm_div_pd(_mm_mul_pd(step, mi), denom)));
+  }
+  return i;
+}
+
+__attribute__((target("avx"))) int64_t AdamLanesAvx(float* p, float* m, float* v, const float* g,
+                                                    int64_t n, const AdamCoefficients<float>& c) {
+  const __m256 b1 = _mm256_set1_ps(c.beta1), c1 = _mm256_set1_ps(c.one_minus_beta1);
+  const __m256 b2 = _mm256_set1_ps(c.beta2), c2 = _mm256_set1_ps(c.one_minus_beta2);
+  const __m256 step = _mm256_set1_ps(c.step_size);
+  const __m256 bc2 = _mm256_set1_ps(c.bias_correction2_sqrt);
+  const __m256 eps = _mm256_set1_ps(c.epsilon);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gi = _mm256_loadu_ps(g + i);
+    const __m256 mi =
+        _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
+    const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
+                                    _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
+    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    _mm256_storeu_ps(p + i, _mm256_sub_ps(_mm256_loadu_ps(p + i),
+                                          _mm256_div_ps(_mm256_mul_ps(step, mi), denom)));
+  }
+  return i;
+}
+
+__attribute__((target("avx"))) int64_t AdamLanesAvx(double* p, double* m, double* v,
+                                                    const double* g, int64_t n,
+                                                    const AdamCoefficients<double>& c) {
+  const __m256d b1 = _mm256_set1_pd(c.beta1), c1 = _mm256_set1_pd(c.one_minus_beta1);
+  const __m256d b2 = _mm256_set1_pd(c.beta2), c2 = _mm256_set1_pd(c.one_minus_beta2);
+  const __m256d step = _mm256_set1_pd(c.step_size);
+  const __m256d bc2 = _mm256_set1_pd(c.bias_correction2_sqrt);
+  const __m256d eps = _mm256_set1_pd(c.epsilon);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d gi = _mm256_loadu_pd(g + i);
+    const __m256d mi =
+        _mm256_add_pd(_mm256_mul_pd(b1, _mm256_loadu_pd(m + i)), _mm256_mul_pd(c1, gi));
+    const __m256d vi = _mm256_add_pd(_mm256_mul_pd(b2, _mm256_loadu_pd(v + i)),
+                                     _mm256_mul_pd(_mm256_mul_pd(c2, gi), gi));
+    const __m256d denom = _mm256_add_pd(_mm256_div_pd(_mm256_sqrt_pd(vi), bc2), eps);
+    _mm256_storeu_pd(m + i, mi);
+    _mm256_storeu_pd(v + i, vi);
+    _mm256_storeu_pd(p + i, _mm256_sub_pd(_mm256_loadu_pd(p + i),
+                                          _mm256_div_pd(_mm256_mul_pd(step, mi), denom)));
+  }
+  return i;
+}
+
+bool HasAvx() {
+  static const bool has_avx = __builtin_cpu_supports("avx");
+  return has_avx;
+}
+#endif  // RILL_ADAM_X86
+
+template <class T>
+void AdamUpdate(T* p, T* m, T* v, const T* g, int64_t n, const AdamCoefficients<T>& c) {
+  int64_t done = 0;
+#if defined(RILL_ADAM_X86)
+  done = HasAvx() ? AdamLanesAvx(p, m, v, g, n, c) : AdamLanesSse2(p, m, v, g, n, c);
+#endif
+  for (int64_t i = done; i < n; ++i) AdamElement(p[i], m[i], v[i], g[i], c);
+}
+
+void AdamKernel(KernelContext& ctx) {
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  const Tensor& moment1 = ctx.Input("Moment1");
+  const Tensor& moment2 = ctx.Input("Moment2");
+  const Tensor& beta1_pow = ctx.Input("Beta1Pow");
+  const Tensor& beta2_pow = ctx.Input("Beta2Pow");
+  const double lr = ReadScalar(ctx.Input("LearningRate"), "LearningRate");
+  const double pow1 = ReadScalar(beta1_pow, "Beta1Pow");
+  const double pow2 = ReadScalar(beta2_pow, "Beta2Pow");
+  const DataType pow1_type = beta1_pow.dtype();
+  const DataType pow2_type = beta2_pow.dtype();
+  const double beta1 = DecimalDouble(ctx.Attr<float>("beta1"));
+  const double beta2 = DecimalDouble(ctx.Attr<float>("beta2"));
+  const double epsilon = DecimalDouble(ctx.Attr<float>("epsilon"));
+  RILL_CHECK(pow1 < 1 && pow2 < 1, kInvalidArgument, "Beta1Pow (", pow1, ") and Beta2Pow (", pow2,
+             ") must be below 1");
+  for (const Tensor* t : {&grad, &moment1, &moment2}) {
+    RILL_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(), kInvalidArgument,
+               "Grad, Moment1 and Moment2 must match Param ", param.Describe(), "; one is ",
+               t->Describe());
+  }
+  Tensor* param_out = ctx.Output("ParamOut");
+  Tensor* moment1_out = ctx.Output("Moment1Out");
+  Tensor* moment2_out = ctx.Output("Moment2Out");
+  VisitFloatType(param.dtype(), [&]<class T>() {
+    const T* p_in = param.data<T>();
+    const T* m_in = moment1.data<T>();
+    const T* v_in = moment2.data<T>();
+    const T* g = grad.data<T>();
+    const int64_t n = param.numel();
+    const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+    // In the usual case the outputs are the inputs and keep their buffers.
+    T* p = param_out->Allocate<T>(param.shape());
+    T* m = moment1_out->Allocate<T>(moment1.shape());
+    T* v = moment2_out->Allocate<T>(moment2.shape());
+    RILL_CHECK(p != m && p != v && m != v && p != g && m != g && v != g, kInvalidArgument,
+               "ParamOut, Moment1Out, Moment2Out and Grad must not share memory");
+    if (p != p_in) std::memcpy(p, p_in, bytes);
+    if (m != m_in) std::memcpy(m, m_in, bytes);
+    if (v != v_in) std::memcpy(v, v_in, bytes);
+    AdamCoefficients<T> c;
+    c.beta1 = static_cast<T>(beta1);
+    c.one_minus_beta1 = static_cast<T>(1 - beta1);
+    c.beta2 = static_cast<T>(beta2);
+    c.one_minus_beta2 = static_cast<T>(1 - beta2);
+    c.step_size = static_cast<T>(lr / (1 - pow1));
+    c.bias_correction2_sqrt = static_cast<T>(std::sqrt(1 - pow2));
+    c.epsilon = static_cast<T>(epsilon);
+    AdamUpdate(p, m, v, g, n, c);
+  });
+  WriteScalar(ctx.Output("Beta1PowOut"), pow1_type, beta1_pow.shape(), pow1 * beta1);
+  WriteScalar(ctx.Output("Beta2PowOut"), pow2_type, beta2_pow.shape(), pow2 * beta2);
+}
+
+}  // namespace
+
+RILL_REGISTER_OP(adam, OpSchema("adam")
+                           .Doc("Adam with bias correction (as torch.optim.Adam), in place.")
+                           .Input("Param", "the parameter")
+                           .Input("Grad", "its gradient, same shape and type")
+                           .Input("LearningRate", "learning rate, one float element")
+                           .Input("Moment1", "first moment, same shape and type as Param")
+                           .Input("Moment2", "second moment, same shape and type as Param")
+                           .Input("Beta1Pow", "beta1^t for this step t, one float element")
+                           .Input("Beta2Pow", "beta2^t for this step t, one float element")
+                           .Output("ParamOut", "the updated parameter (usually Param itself)")
+                           .Output("Moment1Out", "the updated first moment (usually Moment1)")
+                           .Output("Moment2Out", "the updated second moment (usually Moment2)")
+                           .Output("Beta1PowOut", "beta1^(t+1) (usually Beta1Pow)")
+                           .Output("Beta2PowOut", "beta2^(t+1) (usually Beta2Pow)")
+                           .Attr("beta1", 0.9f, "decay of the first moment", InRange(0, 1))
+                           .Attr("beta2", 0.999f, "decay of the second moment", InRange(0, 1))
+                           .Attr("epsilon", 1e-8f, "added to the denominator", InRange(0, 1e30))
+                           .InferShape(AdamShape)
+                           .CpuKernel(AdamKernel));
+
+}  // namespace rill

@@ -1,1 +1,127 @@
-// placeholder: momentum
+// momentum: VelocityOut = mu * Velocity + Grad; ParamOut = Param - lr * VelocityOut,
+// or with Nesterov Param - lr * (Grad + mu * VelocityOut). Updates in place.
+#include <charconv>
+#include <cstring>
+
+#include "runtime/kernel_context.h"
+#include "runtime/op_registry.h"
+
+namespace rill {
+namespace {
+
+// A float32 such as 0.9f stands for the decimal 0.9: widening it through its
+// shortest decimal form gives the double a Python user would have written.
+double DecimalDouble(float f) {
+  char text[32];
+  const auto printed = std::to_chars(text, text + sizeof(text), f);
+  double d = static_cast<double>(f);
+  if (printed.ec == std::errc()) std::from_chars(text, printed.ptr, d);
+  return d;
+}
+
+double ReadScalar(const Tensor& t, const char* slot) {
+  RILL_CHECK(t.numel() == 1, kInvalidArgument, slot, " must hold one element, is ", t.Describe());
+  if (t.dtype() == DataType::kFloat32) return DecimalDouble(t.data<float>()[0]);
+  RILL_CHECK(t.dtype() == DataType::kFloat64, kInvalidArgument, slot,
+             " must be float32 or float64, is ", t.Describe());
+  return t.data<double>()[0];
+}
+
+void CheckLikeParam(ShapeContext& ctx, const std::string& slot) {
+  const Shape& param = ctx.InputShape("Param");
+  const Shape& s = ctx.InputShape(slot);
+  ctx.Check(ShapesCompatible(s, param), slot, " ", ShapeToString(s), " differs from Param ",
+            ShapeToString(param));
+  ctx.Check(ctx.InputType(slot) == ctx.InputType("Param"), slot, " is ",
+            DataTypeName(ctx.InputType(slot)), " but Param is ",
+            DataTypeName(ctx.InputType("Param")));
+}
+
+void CheckScalarSlot(ShapeContext& ctx, const std::string& slot) {
+  const Shape& s = ctx.InputShape(slot);
+  bool one = true;
+  for (int64_t d : s) one = one && (d == 1 || d == -1);
+  ctx.Check(one, slot, " must hold one element, has shape ", ShapeToString(s));
+  const DataType t = ctx.InputType(slot);
+  ctx.Check(t == DataType::kFloat32 || t == DataType::kFloat64, slot,
+            " must be float32 or float64, is ", DataTypeName(t));
+}
+
+void MomentumShape(ShapeContext& ctx) {
+  const DataType t = ctx.InputType("Param");
+  ctx.Check(t == DataType::kFloat32 || t == DataType::kFloat64,
+            "Param must be float32 or float64, is ", DataTypeName(t));
+  CheckLikeParam(ctx, "Grad");
+  CheckLikeParam(ctx, "Velocity");
+  CheckScalarSlot(ctx, "LearningRate");
+  ctx.SetOutput("ParamOut", ctx.InputShape("Param"), t);
+  ctx.SetOutput("VelocityOut", ctx.InputShape("Param"), t);
+}
+
+template <class T>
+void MomentumUpdate(T* __restrict p, T* __restrict v, const T* __restrict g, int64_t n, T mu, T lr,
+                    bool nesterov) {
+  if (nesterov) {
+    for (int64_t i = 0; i < n; ++i) {
+      const T vi = mu * v[i] + g[i];
+      v[i] = vi;
+      p[i] -= lr * (g[i] + mu * vi);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      const T vi = mu * v[i] + g[i];
+      v[i] = vi;
+      p[i] -= lr * vi;
+    }
+  }
+}
+
+void MomentumKernel(KernelContext& ctx) {
+  const Tensor& param = ctx.Input("Param");
+  const Tensor& grad = ctx.Input("Grad");
+  const Tensor& velocity = ctx.Input("Velocity");
+  const double lr = ReadScalar(ctx.Input("LearningRate"), "LearningRate");
+  const double mu = DecimalDouble(ctx.Attr<float>("mu"));
+  const bool nesterov = ctx.Attr<bool>("use_nesterov");
+  RILL_CHECK(grad.shape() == param.shape() && grad.dtype() == param.dtype(), kInvalidArgument,
+             "Grad ", grad.Describe(), " does not match Param ", param.Describe());
+  RILL_CHECK(velocity.shape() == param.shape() && velocity.dtype() == param.dtype(),
+             kInvalidArgument, "Velocity ", velocity.Describe(), " does not match Param ",
+             param.Describe());
+  Tensor* param_out = ctx.Output("ParamOut");
+  Tensor* velocity_out = ctx.Output("VelocityOut");
+  VisitFloatType(param.dtype(), [&]<class T>() {
+    const T* p_in = param.data<T>();
+    const T* v_in = velocity.data<T>();
+    const T* g = grad.data<T>();
+    const int64_t n = param.numel();
+    const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+    // In the usual case the outputs are the inputs and keep their buffers.
+    T* p = param_out->Allocate<T>(param.shape());
+    T* v = velocity_out->Allocate<T>(velocity.shape());
+    RILL_CHECK(p != v && p != g && v != g, kInvalidArgument,
+               "ParamOut, VelocityOut and Grad must not share memory");
+    if (p != p_in) std::memcpy(p, p_in, bytes);
+    if (v != v_in) std::memcpy(v, v_in, bytes);
+    MomentumUpdate(p, v, g, n, static_cast<T>(mu), static_cast<T>(lr), nesterov);
+  });
+}
+
+}  // namespace
+
+RILL_REGISTER_OP(momentum,
+                 OpSchema("momentum")
+                     .Doc("Velocity = mu * Velocity + Grad; Param -= lr * Velocity "
+                          "(Nesterov: Param -= lr * (Grad + mu * Velocity)).")
+                     .Input("Param", "the parameter")
+                     .Input("Grad", "its gradient, same shape and type")
+                     .Input("Velocity", "the running velocity, same shape and type")
+                     .Input("LearningRate", "learning rate, one float element")
+                     .Output("ParamOut", "the updated parameter (usually Param itself)")
+                     .Output("VelocityOut", "the updated velocity (usually Velocity itself)")
+                     .Attr("mu", 0.9f, "the momentum factor")
+                     .Attr("use_nesterov", false, "use Nesterov momentum")
+                     .InferShape(MomentumShape)
+                     .CpuKernel(MomentumKernel));
+
+}  // namespace rill

@@ -1,0 +1,284 @@
+// End-to-end tests of the `rill` command-line tool: each test writes program
+// and .npy files to a temporary directory, runs the built binary through the
+// shell, and checks its exit status, its output and the files it writes.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <string>
+
+#include "runtime/io/checkpoint.h"
+#include "runtime/io/npy.h"
+#include "runtime/io/program_io.h"
+#include "tests/testing/gradient_check.h"
+
+namespace rill {
+namespace {
+
+using ::rill::testing::MakeTensor;
+using ::rill::testing::ToDoubles;
+
+// Out = 2 * X + 0.5 over a [-1, 3] batch.
+constexpr const char* kScaleProgram = R"prog(
+blocks {
+  idx: 0 parent_idx: -1
+  vars { name: "x" kind: DENSE_TENSOR dtype: FLOAT32 shape: [-1, 3] stop_gradient: true }
+  vars { name: "out" kind: DENSE_TENSOR dtype: FLOAT32 shape: [-1, 3] }
+  ops { type: "scale" inputs { name: "X" vars: "x" } outputs { name: "Out" vars: "out" }
+        attrs { name: "scale" f: 2 } attrs { name: "bias" f: 0.5 } }
+}
+)prog";
+
+// A persistable w, set by the startup program (fill_constant) or a checkpoint;
+// main computes w / 4 into "result/w" (a name that is not a plain file name).
+constexpr const char* kStartupProgram = R"prog(
+blocks {
+  idx: 0 parent_idx: -1
+  vars { name: "w" kind: DENSE_TENSOR dtype: FLOAT64 shape: [2, 2] persistable: true }
+  ops { type: "fill_constant" outputs { name: "Out" vars: "w" }
+        attrs { name: "shape" ints { values: [2, 2] } } attrs { name: "dtype" s: "float64" }
+        attrs { name: "value" f: 3 } }
+}
+)prog";
+constexpr const char* kPersistableProgram = R"prog(
+blocks {
+  idx: 0 parent_idx: -1
+  vars { name: "w" kind: DENSE_TENSOR dtype: FLOAT64 shape: [2, 2] persistable: true }
+  vars { name: "result/w" kind: DENSE_TENSOR dtype: FLOAT64 shape: [2, 2] }
+  ops { type: "scale" inputs { name: "X" vars: "w" } outputs { name: "Out" vars: "result/w" }
+        attrs { name: "scale" f: 0.25 } }
+}
+)prog";
+
+// The second op's attribute has the wrong type.
+constexpr const char* kBadProgram = R"prog(
+blocks {
+  idx: 0 parent_idx: -1
+  vars { name: "x" kind: DENSE_TENSOR dtype: FLOAT32 shape: [3] }
+  vars { name: "y" kind: DENSE_TENSOR dtype: FLOAT32 shape: [3] }
+  ops { type: "scale" inputs { name: "X" vars: "x" } outputs { name: "Out" vars: "y" } }
+  ops { type: "scale" inputs { name: "X" vars: "y" } outputs { name: "Out" vars: "y" }
+        attrs { name: "scale" s: "twice" } }
+}
+)prog";
+
+struct Result {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+std::string Quote(const std::string& arg) {
+  std::string out = "'";
+  for (char c : arg) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+class RillCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("rill_cli_test_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Write(const std::string& name, const std::string& contents) const {
+    std::ofstream(Path(name), std::ios::binary) << contents;
+    return Path(name);
+  }
+
+  // Runs the rill binary with `args` in the test's directory.
+  Result Rill(std::initializer_list<std::string> args) const {
+    std::string command = "cd " + Quote(dir_.string()) + " && " + Quote(RILL_CLI_PATH);
+    for (const auto& arg : args) command += " " + Quote(arg);
+    command += " 2>&1";
+    Result result;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) {
+      ADD_FAILURE() << "popen failed for " << command;
+      return result;
+    }
+    std::array<char, 4096> buffer;
+    size_t n;
+    while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+      result.output.append(buffer.data(), n);
+    const int status = ::pclose(pipe);
+    result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return result;
+  }
+
+  std::filesystem::path dir_;
+};
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_F(RillCliTest, RunWritesFetchedNpy) {
+  Write("scale.pbtxt", kScaleProgram);
+  WriteNpy(Path("x.npy"), MakeTensor<float>({2, 3}, {0, 1, 2, 3, 4, -5}));
+  const Result r =
+      Rill({"run", "scale.pbtxt", "--feed", "x=x.npy", "--fetch", "out", "--out", "fetched"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "out: float32[2, 3] = [0.5, 2.5, 4.5, 6.5, 8.5, -9.5]"))
+      << r.output;
+  const Tensor out = ReadNpy(Path("fetched/out.npy"));
+  EXPECT_EQ(out.dtype(), DataType::kFloat32);
+  EXPECT_EQ(out.shape(), (Shape{2, 3}));
+  EXPECT_EQ(ToDoubles(out), (std::vector<double>{0.5, 2.5, 4.5, 6.5, 8.5, -9.5}));
+}
+
+TEST_F(RillCliTest, RunDefaultsToCurrentDirectoryAndAcceptsEqualsForm) {
+  Write("scale.pbtxt", kScaleProgram);
+  WriteNpy(Path("x.npy"), MakeTensor<float>({1, 3}, {1, 1, 1}));
+  const Result r = Rill({"run", "--feed=x=x.npy", "--fetch=out", "scale.pbtxt"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(ToDoubles(ReadNpy(Path("out.npy"))), (std::vector<double>{2.5, 2.5, 2.5}));
+}
+
+TEST_F(RillCliTest, RunWithStartupProgram) {
+  Write("startup.pbtxt", kStartupProgram);
+  Write("main.pbtxt", kPersistableProgram);
+  const Result r = Rill(
+      {"run", "main.pbtxt", "--startup", "startup.pbtxt", "--fetch", "result/w", "--fetch", "w"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "result/w: float64[2, 2] = [0.75, 0.75, 0.75, 0.75]")) << r.output;
+  EXPECT_EQ(ToDoubles(ReadNpy(Path("result_w.npy"))), (std::vector<double>(4, 0.75)));
+  EXPECT_EQ(ToDoubles(ReadNpy(Path("w.npy"))), (std::vector<double>(4, 3.0)));
+}
+
+TEST_F(RillCliTest, RunWithCheckpoint) {
+  Write("main.pbtxt", kPersistableProgram);
+  const proto::ProgramDesc program = ParseProgramText(kPersistableProgram);
+  Scope scope;
+  *scope.Var("w")->mutable_tensor() = MakeTensor<double>({2, 2}, {4, 8, -12, 1});
+  SaveCheckpoint(program, scope, Path("ckpt.bin"));
+  const Result r = Rill({"run", "main.pbtxt", "--checkpoint", "ckpt.bin", "--fetch", "result/w"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(ToDoubles(ReadNpy(Path("result_w.npy"))), (std::vector<double>{1, 2, -3, 0.25}));
+}
+
+TEST_F(RillCliTest, RunFailureNamesFileAndOp) {
+  Write("scale.pbtxt", kScaleProgram);
+  const Result r = Rill({"run", "scale.pbtxt", "--fetch", "out"});  // x never fed
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "scale.pbtxt: block 0, op 0 (scale)")) << r.output;
+}
+
+TEST_F(RillCliTest, RunWithWrongFeedShapeFails) {
+  Write("scale.pbtxt", kScaleProgram);
+  WriteNpy(Path("x.npy"), MakeTensor<float>({2, 2}, {1, 2, 3, 4}));
+  const Result r = Rill({"run", "scale.pbtxt", "--feed", "x=x.npy", "--fetch", "out"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "feed \"x\" has shape [2, 2]")) << r.output;
+}
+
+TEST_F(RillCliTest, RunWithMissingFeedFileNamesIt) {
+  Write("scale.pbtxt", kScaleProgram);
+  const Result r = Rill({"run", "scale.pbtxt", "--feed", "x=nowhere.npy", "--fetch", "out"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "nowhere.npy")) << r.output;
+}
+
+TEST_F(RillCliTest, RunUsageErrors) {
+  Write("scale.pbtxt", kScaleProgram);
+  Result r = Rill({"run", "scale.pbtxt", "--x"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "unknown flag --x for rill run")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "usage: rill run")) << r.output;
+  r = Rill({"run", "scale.pbtxt", "--feed", "x"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--feed expects NAME=FILE.npy, got 'x'")) << r.output;
+  r = Rill({"run", "scale.pbtxt", "--fetch"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "flag --fetch for rill run needs a value")) << r.output;
+  r = Rill({"run"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "needs MAIN")) << r.output;
+  r = Rill({"run", "a.pbtxt", "b.pbtxt"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "unexpected argument 'b.pbtxt'")) << r.output;
+  r = Rill({"run", "scale.pbtxt", "--startup", "a", "--startup", "b"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "flag --startup is given twice")) << r.output;
+}
+
+TEST_F(RillCliTest, ValidateGoodProgramPrintsOk) {
+  Write("scale.pbtxt", kScaleProgram);
+  const Result r = Rill({"validate", "scale.pbtxt"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output, "ok\n");
+}
+
+TEST_F(RillCliTest, ValidateBadProgramExits1NamingTheOp) {
+  Write("bad.pbtxt", kBadProgram);
+  const Result r = Rill({"validate", "bad.pbtxt"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "bad.pbtxt: block 0, op 1 (scale)")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "attribute scale must be a float, is a string")) << r.output;
+  EXPECT_FALSE(Contains(r.output, "ok\n")) << r.output;
+}
+
+TEST_F(RillCliTest, ValidateParseErrorHasFileLineAndColumn) {
+  Write("typo.pbtxt", "blocks {\n  idx: 0\n  opps { type: \"scale\" }\n}\n");
+  const Result r = Rill({"validate", "typo.pbtxt"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "typo.pbtxt: 3:")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "opps")) << r.output;
+}
+
+TEST_F(RillCliTest, ValidateMissingFileNamesIt) {
+  const Result r = Rill({"validate", "absent.pbtxt"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "absent.pbtxt")) << r.output;
+}
+
+TEST_F(RillCliTest, PrintListsOps) {
+  Write("scale.pbtxt", kScaleProgram);
+  const Result r = Rill({"print", "scale.pbtxt"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "block 0 (parent -1)\n")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "  var x: float32[-1, 3]  (stop_gradient)\n")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "  0: scale(X=[x]) -> (Out=[out])  {scale=2, bias=0.5}\n"))
+      << r.output;
+}
+
+TEST_F(RillCliTest, PrintConvertsBinaryToText) {
+  SaveProgram(ParseProgramText(kScaleProgram), Path("scale.pb"));
+  const Result r = Rill({"print", "--text", "scale.pb"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(ParseProgramText(r.output).SerializeAsString(),
+            ParseProgramText(kScaleProgram).SerializeAsString());
+}
+
+TEST_F(RillCliTest, HelpAndUnknownCommands) {
+  Result r = Rill({"--help"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "usage: rill COMMAND")) << r.output;
+  r = Rill({"help"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = Rill({"help", "run"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "usage: rill run")) << r.output;
+  r = Rill({"validate", "--help"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "usage: rill validate")) << r.output;
+  r = Rill({});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "usage: rill COMMAND")) << r.output;
+  r = Rill({"frobnicate"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "unknown command 'frobnicate'")) << r.output;
+  r = Rill({"help", "frobnicate"});
+  EXPECT_EQ(r.status, 2) << r.output;
+}
+
+}  // namespace
+}  // namespace rill

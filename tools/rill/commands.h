@@ -1,0 +1,28 @@
+// The subcommands of the `rill` command-line tool. Each takes its arguments
+// without the leading "rill <command>" words and returns the process exit
+// status: 0 on success, 1 when the program or its data fails (the
+// rill::Error message is printed), 2 on a usage error (bad flag, missing
+// argument; the usage is printed).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace rill::cli {
+
+// Exit statuses shared by every command.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// rill print FILE [--text]: the program as a readable listing (or protobuf text).
+int PrintCommand(const std::vector<std::string>& args);
+// rill validate FILE: prints "ok", or the validation error and returns 1.
+int ValidateCommand(const std::vector<std::string>& args);
+// rill run MAIN [--startup FILE] [--checkpoint FILE] --feed NAME=FILE.npy ...
+//          --fetch NAME ... [--out DIR]: runs a program once, writes the fetches as .npy.
+int RunCommand(const std::vector<std::string>& args);
+// rill train ...: trains a Fashion-MNIST classifier (tools/rill/train_command.cc).
+int TrainCommand(const std::vector<std::string>& args);
+
+}  // namespace rill::cli

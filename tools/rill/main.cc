@@ -1,0 +1,95 @@
+// The `rill` command-line tool: dispatches to the print, validate, run and
+// train subcommands, and turns every failure into a message and an exit
+// status (1: the program or data failed, 2: usage) instead of a crash.
+#include <exception>
+#include <iostream>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "runtime/error.h"
+#include "tools/rill/commands.h"
+
+namespace rill::cli {
+namespace {
+
+constexpr const char* kUsage = R"(usage: rill COMMAND [ARGS...]
+commands:
+  print FILE                 show a program, one op per line
+  validate FILE              check a program; prints "ok" or the first problem
+  run MAIN [--startup FILE] --feed NAME=FILE.npy ... --fetch NAME ... [--out DIR]
+                             run a program once, write fetched variables as .npy
+  train [flags]              train a Fashion-MNIST classifier
+  help [COMMAND]             this message, or a command's flags
+Exit status: 0 success, 1 the program or its data failed, 2 bad usage.
+)";
+
+using Command = int (*)(const std::vector<std::string>&);
+
+struct Entry {
+  const char* name;
+  Command run;
+};
+
+constexpr Entry kCommands[] = {
+    {"print", PrintCommand},
+    {"validate", ValidateCommand},
+    {"run", RunCommand},
+    {"train", TrainCommand},
+};
+
+Command FindCommand(const std::string& name) {
+  for (const auto& entry : kCommands) {
+    if (name == entry.name) return entry.run;
+  }
+  return nullptr;
+}
+
+int UnknownCommand(const std::string& name) {
+  std::cerr << "rill: unknown command '" << name << "'\n\n" << kUsage;
+  return kExitUsage;
+}
+
+int Dispatch(const std::vector<std::string>& args) {
+  if (args.empty()) {
+    std::cerr << kUsage;
+    return kExitUsage;
+  }
+  const std::string& name = args[0];
+  if (name == "help" || name == "--help" || name == "-h") {
+    if (args.size() == 1) {
+      std::cout << kUsage;
+      return kExitOk;
+    }
+    const Command command = FindCommand(args[1]);
+    if (command == nullptr) return UnknownCommand(args[1]);
+    return command({"--help"});
+  }
+  if (name == "--version" || name == "version") {
+    std::cout << "rill " << RILL_VERSION << "\n";
+    return kExitOk;
+  }
+  const Command command = FindCommand(name);
+  if (command == nullptr) return UnknownCommand(name);
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  try {
+    return command(rest);
+  } catch (const Error& e) {
+    std::cerr << "rill " << name << ": " << e.what() << "\n";
+  } catch (const std::bad_alloc&) {
+    std::cerr << "rill " << name << ": out of memory\n";
+  } catch (const std::exception& e) {
+    std::cerr << "rill " << name << ": internal error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "rill " << name << ": internal error: unknown exception\n";
+  }
+  return kExitFailure;
+}
+
+}  // namespace
+}  // namespace rill::cli
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  return rill::cli::Dispatch(args);
+}
