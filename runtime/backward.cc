@@ -28,7 +28,9 @@ class BackwardPass {
     const proto::VarDesc* loss_desc = FindLocalVarDesc(block_, loss);
     RILL_CHECK(loss_desc != nullptr, kNotFound, "loss variable \"", loss, "\" is not declared");
     const Shape loss_shape = VarShape(*loss_desc);
-    RILL_CHECK(NumElements(loss_shape) == 1 && loss_desc->dtype() != proto::INT32 &&
+    bool one_element = true;
+    for (int64_t d : loss_shape) one_element = one_element && d == 1;
+    RILL_CHECK(one_element && loss_desc->dtype() != proto::INT32 &&
                    loss_desc->dtype() != proto::INT64,
                kInvalidArgument, "loss \"", loss, "\" must be a one-element float tensor, is ",
                ShapeToString(loss_shape));

@@ -1,1 +1,115 @@
-// placeholder
+// The machinery shared by the binary elementwise ops (add, sub, mul, div,
+// max): how Y broadcasts against X, shape inference, the forward loop, the
+// gradient loop with its reduction over broadcast dims, and the schemas.
+//
+// Broadcasting follows Fluid: Out has X's shape; Y's dims (trailing 1s
+// dropped) match X's dims starting at `axis` (-1: aligned with X's trailing
+// dims). Seen that way X is [pre, n, post] and Y is [n]. A Y of one element
+// broadcasts over all of X.
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "runtime/kernel_context.h"
+#include "runtime/op_schema.h"
+#include "runtime/shape_context.h"
+
+namespace rill {
+
+// X viewed as [pre, n, post], Y as [n].
+struct BroadcastSplit {
+  int64_t pre = 1;
+  int64_t n = 1;
+  int64_t post = 1;
+};
+
+// Checks that Y broadcasts against X at `axis`; throws kInvalidArgument saying
+// which dims disagree. Dims of -1 (unknown until run time) match anything.
+BroadcastSplit SplitForBroadcast(const Shape& x, const Shape& y, int axis);
+
+// Calls body(e, j) for every element e of X, j being the element of Y it
+// meets. The post == 1 case (a bias over the last dim) gets a loop of its own
+// so that it vectorizes.
+template <class Body>
+void ForEachBroadcastElement(const BroadcastSplit& s, Body body) {
+  if (s.post == 1) {
+    for (int64_t i = 0; i < s.pre; ++i) {
+      for (int64_t j = 0; j < s.n; ++j) body(i * s.n + j, j);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < s.pre; ++i) {
+    for (int64_t j = 0; j < s.n; ++j) {
+      const int64_t base = (i * s.n + j) * s.post;
+      for (int64_t k = 0; k < s.post; ++k) body(base + k, j);
+    }
+  }
+}
+
+// The forward op: Out = f(X, Y). f(x, y) is a generic lambda.
+template <class F>
+void ElementwiseForward(KernelContext& ctx, F f) {
+  const Tensor& x_t = ctx.Input("X");
+  const Tensor& y_t = ctx.Input("Y");
+  RILL_CHECK(x_t.dtype() == y_t.dtype(), kInvalidArgument, "X is ", x_t.Describe(), " but Y is ",
+             y_t.Describe(), ": types differ");
+  const BroadcastSplit s = SplitForBroadcast(x_t.shape(), y_t.shape(), ctx.Attr<int>("axis"));
+  Tensor* out_t = ctx.Output("Out");
+  VisitFloatType(x_t.dtype(), [&]<class T>() {
+    // Read pointers first: Out may be the same variable as X (in-place update).
+    const T* x = x_t.data<T>();
+    const T* y = y_t.data<T>();
+    const Shape shape = x_t.shape();
+    T* out = out_t->Allocate<T>(shape);
+    ForEachBroadcastElement(s, [&](int64_t e, int64_t j) { out[e] = f(x[e], y[j]); });
+  });
+}
+
+// The gradient op: X@GRAD = dx(x, y, dout) elementwise and Y@GRAD = the sum
+// of dy(x, y, dout) over the dims Y was broadcast along. A missing Out@GRAD
+// means zero; a gradient output the op does not bind is not computed.
+template <class DX, class DY>
+void ElementwiseBackward(KernelContext& ctx, DX dx_fn, DY dy_fn) {
+  const bool want_dx = ctx.HasOutput("X@GRAD");
+  const bool want_dy = ctx.HasOutput("Y@GRAD");
+  if (!want_dx && !want_dy) return;
+  const Tensor& x_t = ctx.Input("X");
+  const Tensor& y_t = ctx.Input("Y");
+  const bool has_dout = ctx.InputReady("Out@GRAD");
+  const BroadcastSplit s = SplitForBroadcast(x_t.shape(), y_t.shape(), ctx.Attr<int>("axis"));
+  if (has_dout) {
+    const Tensor& d = ctx.Input("Out@GRAD");
+    RILL_CHECK(d.shape() == x_t.shape() && d.dtype() == x_t.dtype(), kInvalidArgument,
+               "Out@GRAD is ", d.Describe(), " but X is ", x_t.Describe());
+  }
+  VisitFloatType(x_t.dtype(), [&]<class T>() {
+    const T* x = x_t.data<T>();
+    const T* y = y_t.data<T>();
+    const T* dout = has_dout ? ctx.Input("Out@GRAD").data<T>() : nullptr;
+    const Shape x_shape = x_t.shape();
+    const Shape y_shape = y_t.shape();
+    T* dx = want_dx ? ctx.Output("X@GRAD")->Allocate<T>(x_shape) : nullptr;
+    T* dy = want_dy ? ctx.Output("Y@GRAD")->Allocate<T>(y_shape) : nullptr;
+    if (dy) std::fill(dy, dy + s.n, T(0));
+    if (!dout) {
+      if (dx) std::fill(dx, dx + s.pre * s.n * s.post, T(0));
+      return;
+    }
+    if (dx) {
+      ForEachBroadcastElement(
+          s, [&](int64_t e, int64_t j) { dx[e] = dx_fn(x[e], y[j], dout[e]); });
+    }
+    if (dy) {
+      ForEachBroadcastElement(
+          s, [&](int64_t e, int64_t j) { dy[j] += dy_fn(x[e], y[j], dout[e]); });
+    }
+  });
+}
+
+// Schemas of a binary elementwise op and of its gradient op "<type>_grad".
+OpSchema ElementwiseSchema(const std::string& type, const std::string& formula, KernelFn kernel);
+OpSchema ElementwiseGradSchema(const std::string& type, const std::string& formula,
+                               KernelFn kernel);
+
+}  // namespace rill
