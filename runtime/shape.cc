@@ -11,9 +11,16 @@ int64_t DimProduct(const Shape& shape, int begin, int end) {
   for (int i = begin; i < end; ++i) {
     RILL_CHECK(shape[i] >= 0, kInvalidArgument, "shape ", ShapeToString(shape),
                " has an unknown dimension where a concrete size is needed");
-    n *= shape[i];
+    n = CheckedMultiply(n, shape[i]);
   }
   return n;
+}
+
+int64_t CheckedMultiply(int64_t a, int64_t b, const char* what) {
+  int64_t product = 0;
+  RILL_CHECK(!__builtin_mul_overflow(a, b, &product), kOutOfRange, what, " overflows: ", a, " * ",
+             b, " does not fit in 64 bits");
+  return product;
 }
 
 std::string ShapeToString(const Shape& shape) {

@@ -16,7 +16,10 @@ int64_t NumElements(const Shape& shape);
 std::string ShapeToString(const Shape& shape);
 // True when the shapes agree, with -1 in either matching anything.
 bool ShapesCompatible(const Shape& a, const Shape& b);
-// Product of dims [begin, end).
+// Product of dims [begin, end). Throws kInvalidArgument on an unknown (-1)
+// dim and kOutOfRange when the product does not fit in int64.
 int64_t DimProduct(const Shape& shape, int begin, int end);
+// a * b for sizes (>= 0); throws kOutOfRange naming `what` on overflow.
+int64_t CheckedMultiply(int64_t a, int64_t b, const char* what = "element count");
 
 }  // namespace rill

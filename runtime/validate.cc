@@ -59,8 +59,13 @@ void CheckBlocks(const proto::ProgramDesc& program) {
         at.Fail(ErrorCode::kInvalidArgument, var.name(), "invalid data type ",
                 static_cast<int>(var.dtype()));
       }
+      int64_t known = 1;
       for (auto d : var.shape()) {
         if (d < -1) at.Fail(ErrorCode::kInvalidArgument, var.name(), "shape dimension ", d, " (must be >= -1)");
+        if (d >= 0 && __builtin_mul_overflow(known, d, &known)) {
+          at.Fail(ErrorCode::kOutOfRange, var.name(), "shape ", ShapeToString(VarShape(var)),
+                  " has more elements than fit in 64 bits");
+        }
       }
     }
   }

@@ -19,7 +19,7 @@ Shape TrimTrailingOnes(const Shape& y) {
 // time only the checks matter, at run time every dim is known.
 int64_t ProductOfKnown(const Shape& shape, int begin, int end) {
   int64_t p = 1;
-  for (int i = begin; i < end; ++i) p *= shape[i] < 0 ? 1 : shape[i];
+  for (int i = begin; i < end; ++i) p = CheckedMultiply(p, shape[i] < 0 ? 1 : shape[i]);
   return p;
 }
 

@@ -32,7 +32,7 @@ int64_t KnownProduct(const Shape& shape, int begin, int end) {
   int64_t p = 1;
   for (int i = begin; i < end; ++i) {
     if (shape[i] < 0) return -1;
-    p *= shape[i];
+    p = CheckedMultiply(p, shape[i]);
   }
   return p;
 }

@@ -28,13 +28,13 @@ Shape ResolveShape(const Shape& in, const std::vector<int64_t>& spec) {
       if (in[i] < 0) {
         ++copied_unknown;
       } else {
-        known_out *= in[i];
+        known_out = CheckedMultiply(known_out, in[i]);
       }
     } else {
       RILL_CHECK(s > 0, kInvalidArgument, "shape ", ShapeToString(spec), " has dim ", s,
                  " (dims must be > 0, 0 to copy or -1 to infer)");
       out[i] = s;
-      known_out *= s;
+      known_out = CheckedMultiply(known_out, s);
     }
   }
   int64_t known_in = 1;
@@ -43,7 +43,7 @@ Shape ResolveShape(const Shape& in, const std::vector<int64_t>& spec) {
     if (d < 0) {
       ++unknown_in;
     } else {
-      known_in *= d;
+      known_in = CheckedMultiply(known_in, d);
     }
   }
   // Unknown dims of X copied by a 0 cancel out; any other leaves the count unknown.

@@ -413,6 +413,20 @@ TEST(ValidateTest, ErrorsInsideSubBlocksNameThatBlock) {
 
 // -- text-format parse errors and InferOpShapes ----------------------------------
 
+// Found by the fuzzer: element counts that overflow int64 are errors, not undefined behaviour.
+TEST(ValidateTest, DeclaredShapeWhoseElementCountOverflows) {
+  ExpectInvalid(Program(Var("x", "[4294967296, 4294967296]") + Var("y", "[-1]"), Scale("x", "y")),
+                ErrorCode::kOutOfRange, {"x", "64 bits"});
+}
+
+TEST(ValidateTest, ReshapeAttributeWhoseProductOverflows) {
+  ExpectInvalid(Program(Var("x", "[2, 32]") + Var("y", "[-1, 1]"),
+                        "ops { type: \"reshape\" inputs { name: \"X\" vars: \"x\" } "
+                        "outputs { name: \"Out\" vars: \"y\" } "
+                        "attrs { name: \"shape\" ints { values: [9223372036854775807, 32] } } }"),
+                ErrorCode::kOutOfRange, {"reshape", "overflows"});
+}
+
 TEST(ValidateTest, TextParseErrorHasLineAndColumn) {
   try {
     ParseProgramText("blocks {\n  idx: 0\n  vars { name: \"x\" dtype: FLOAT33 }\n}\n", "net.pbtxt");
