@@ -36,7 +36,12 @@ template std::vector<std::string> ReadAttr<std::vector<std::string>>(const proto
 
 ShapeContext::ShapeContext(const proto::OpDesc& op, const OpSchema& schema,
                            std::map<std::string, VarInfo>* vars)
-    : op_(op), schema_(schema), vars_(vars) {
+    : ShapeContext(op, schema, vars, vars) {}
+
+ShapeContext::ShapeContext(const proto::OpDesc& op, const OpSchema& schema,
+                           const std::map<std::string, VarInfo>* known,
+                           std::map<std::string, VarInfo>* outputs)
+    : op_(op), schema_(schema), known_(known), outputs_(outputs) {
   for (const auto& s : op.inputs()) input_names_[s.name()] = {s.vars().begin(), s.vars().end()};
   for (const auto& s : op.outputs()) output_names_[s.name()] = {s.vars().begin(), s.vars().end()};
 }
@@ -64,8 +69,8 @@ const std::string& ShapeContext::InputName(const std::string& slot, int i) const
 
 const VarInfo& ShapeContext::Info(const std::string& slot, int i) const {
   const std::string& name = InputName(slot, i);
-  auto it = vars_->find(name);
-  RILL_CHECK(it != vars_->end(), kInvalidArgument, "input ", slot, " names variable \"", name,
+  auto it = known_->find(name);
+  RILL_CHECK(it != known_->end(), kInvalidArgument, "input ", slot, " names variable \"", name,
              "\", whose shape is unknown");
   return it->second;
 }
@@ -77,7 +82,7 @@ DataType ShapeContext::InputType(const std::string& slot, int i) const { return 
 void ShapeContext::SetOutput(const std::string& slot, const Shape& shape, DataType dtype, int i) {
   const auto& names = Lookup(output_names_, slot);
   if (i >= static_cast<int>(names.size())) return;
-  (*vars_)[names[i]] = VarInfo{shape, dtype};
+  (*outputs_)[names[i]] = VarInfo{shape, dtype};
 }
 
 void ShapeContext::CheckDim(int64_t a, int64_t b, const std::string& what) const {

@@ -26,6 +26,9 @@ class ShapeContext {
  public:
   // `vars` maps variable names to what is known of them; outputs are written back into it.
   ShapeContext(const proto::OpDesc& op, const OpSchema& schema, std::map<std::string, VarInfo>* vars);
+  // Inputs are read from `known`, outputs written to `outputs` (which may be `known`).
+  ShapeContext(const proto::OpDesc& op, const OpSchema& schema,
+               const std::map<std::string, VarInfo>* known, std::map<std::string, VarInfo>* outputs);
 
   int InputCount(const std::string& slot) const;
   bool HasInput(const std::string& slot) const { return InputCount(slot) > 0; }
@@ -59,7 +62,8 @@ class ShapeContext {
 
   const proto::OpDesc& op_;
   const OpSchema& schema_;
-  std::map<std::string, VarInfo>* vars_;
+  const std::map<std::string, VarInfo>* known_;
+  std::map<std::string, VarInfo>* outputs_;
   std::map<std::string, std::vector<std::string>> input_names_;
   std::map<std::string, std::vector<std::string>> output_names_;
 };

@@ -4,6 +4,7 @@
 
 #include "runtime/op_desc.h"
 #include "runtime/op_registry.h"
+#include "runtime/var_index.h"
 
 namespace rill {
 namespace {
@@ -79,7 +80,7 @@ bool IsAncestorOrSelf(const proto::ProgramDesc& program, int ancestor, int block
   return false;
 }
 
-void CheckSlots(const proto::ProgramDesc& program, int b, const proto::OpDesc& op,
+void CheckSlots(const VarIndex& visible, int b, const proto::OpDesc& op,
                 const google::protobuf::RepeatedPtrField<proto::Slot>& given,
                 const std::vector<SlotSpec>& specs, const char* direction, const Location& at) {
   std::set<std::string> seen;
@@ -100,7 +101,7 @@ void CheckSlots(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
               " takes one variable, has ", slot.vars_size());
     }
     for (const auto& name : slot.vars()) {
-      if (FindVarDesc(program, b, name) == nullptr) {
+      if (visible.Find(name) == nullptr) {
         at.Fail(ErrorCode::kNotFound, name, direction, " ", slot.name(),
                 " names a variable not declared in block ", b, " or its ancestors");
       }
@@ -166,33 +167,31 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
   }
 }
 
-void CollectVisibleVars(const proto::ProgramDesc& program, int b, std::map<std::string, VarInfo>* vars) {
-  std::vector<int> chain;
-  for (int x = b; x >= 0; x = program.blocks(x).parent_idx()) chain.push_back(x);
-  for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-    for (const auto& v : program.blocks(*it).vars()) {
-      (*vars)[v.name()] = VarInfo{VarShape(v), FromProto(v.dtype())};
-    }
+void CollectVisibleVars(const VarIndex& visible, std::map<std::string, VarInfo>* vars) {
+  for (const auto& [name, desc] : visible.all()) {
+    (*vars)[name] = VarInfo{VarShape(*desc), FromProto(desc->dtype())};
   }
 }
 
 void CheckBlockOps(const proto::ProgramDesc& program, int b) {
   const auto& block = program.blocks(b);
   Location at(b);
+  const VarIndex visible(program, b);
   std::map<std::string, VarInfo> vars;
-  CollectVisibleVars(program, b, &vars);
+  CollectVisibleVars(visible, &vars);
   for (int i = 0; i < block.ops_size(); ++i) {
     const auto& op = block.ops(i);
     at.SetOp(i, op.type());
     const OpSchema* schema = FindOpSchema(op.type());
     if (schema == nullptr) at.Fail(ErrorCode::kNotFound, "", "unknown op type \"", op.type(), "\"");
-    CheckSlots(program, b, op, op.inputs(), schema->inputs(), "input", at);
-    CheckSlots(program, b, op, op.outputs(), schema->outputs(), "output", at);
+    CheckSlots(visible, b, op, op.inputs(), schema->inputs(), "input", at);
+    CheckSlots(visible, b, op, op.outputs(), schema->outputs(), "output", at);
     CheckAttrs(program, b, op, *schema, at);
     if (!schema->infer_shape()) continue;
-    std::map<std::string, VarInfo> inferred = vars;
+    // Outputs go to their own map: an op that writes its input must see the old value.
+    std::map<std::string, VarInfo> inferred;
     try {
-      ShapeContext ctx(op, *schema, &inferred);
+      ShapeContext ctx(op, *schema, &vars, &inferred);
       schema->infer_shape()(ctx);
     } catch (const Error& e) {
       std::string var = op.inputs_size() > 0 && op.inputs(0).vars_size() > 0 ? op.inputs(0).vars(0) : "";
@@ -200,8 +199,10 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b) {
     }
     for (const auto& slot : op.outputs()) {
       for (const auto& name : slot.vars()) {
-        const VarInfo& out = inferred[name];
-        const proto::VarDesc* declared = FindVarDesc(program, b, name);
+        auto found = inferred.find(name);
+        if (found == inferred.end()) continue;  // not stated: the declaration stands
+        const VarInfo out = found->second;
+        const proto::VarDesc* declared = visible.Find(name);
         const Shape declared_shape = VarShape(*declared);
         if (!ShapesCompatible(declared_shape, out.shape)) {
           at.Fail(ErrorCode::kInvalidArgument, name, "shape mismatch: output ", slot.name(),
