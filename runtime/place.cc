@@ -23,4 +23,24 @@ Place Place::Parse(const std::string& text) {
   Fail(ErrorCode::kInvalidArgument, "bad place \"", text, "\" (expected cpu or cuda:<index>)");
 }
 
+std::vector<Place> ParsePlaces(const std::string& text) {
+  if (text.rfind("cpu:", 0) == 0) {
+    const std::string count = text.substr(4);
+    char* end = nullptr;
+    const long n = std::strtol(count.c_str(), &end, 10);
+    RILL_CHECK(!count.empty() && *end == '\0' && n >= 1 && n <= 1024, kInvalidArgument,
+               "bad places \"", text, "\" (cpu:N needs 1 <= N <= 1024)");
+    return std::vector<Place>(static_cast<size_t>(n), Place::Cpu());
+  }
+  std::vector<Place> places;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t comma = text.find(',', begin);
+    if (comma == std::string::npos) comma = text.size();
+    places.push_back(Place::Parse(text.substr(begin, comma - begin)));
+    begin = comma + 1;
+  }
+  return places;
+}
+
 }  // namespace rill

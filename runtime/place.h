@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace rill {
 
@@ -23,5 +24,9 @@ struct Place {
 
   friend bool operator==(const Place&, const Place&) = default;
 };
+
+// A list of places: "cpu" (one), "cpu:N" (N CPU replicas), or a comma list
+// such as "cuda:0,cuda:1". Throws kInvalidArgument naming the bad part.
+std::vector<Place> ParsePlaces(const std::string& text);
 
 }  // namespace rill

@@ -4,18 +4,16 @@
 #include <cstring>
 #include <new>
 
+#include "runtime/buffer_pool.h"
+
 namespace rill {
 
 Buffer::Buffer(size_t bytes, Place place) : bytes_(bytes), place_(place) {
   RILL_CHECK(place.is_cpu(), kUnimplemented, "no allocator for place ", place.ToString());
-  // aligned_alloc needs a size that is a multiple of the alignment.
-  size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  data_ = std::aligned_alloc(kAlignment, rounded);
-  if (data_ == nullptr) throw std::bad_alloc();
+  data_ = BufferPool::Instance().Allocate(bytes);
 }
 
-Buffer::~Buffer() { std::free(data_); }
+Buffer::~Buffer() { BufferPool::Instance().Free(data_, bytes_); }
 
 Tensor::Tensor(DataType dtype, Shape shape, Place place) { Allocate(dtype, shape, place); }
 

@@ -22,6 +22,8 @@ int ValidateCommand(const std::vector<std::string>& args);
 // rill run MAIN [--startup FILE] [--checkpoint FILE] --feed NAME=FILE.npy ...
 //          --fetch NAME ... [--out DIR]: runs a program once, writes the fetches as .npy.
 int RunCommand(const std::vector<std::string>& args);
+// rill graph FILE [--places P] [--streams S] [--stats]: the SSA graph as DOT, or its counts.
+int GraphCommand(const std::vector<std::string>& args);
 // rill train ...: trains a Fashion-MNIST classifier (tools/rill/train_command.cc).
 int TrainCommand(const std::vector<std::string>& args);
 

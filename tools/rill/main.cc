@@ -19,6 +19,8 @@ commands:
   validate FILE              check a program; prints "ok" or the first problem
   run MAIN [--startup FILE] --feed NAME=FILE.npy ... --fetch NAME ... [--out DIR]
                              run a program once, write fetched variables as .npy
+  graph FILE [--places cpu:N] [--streams S] [--stats]
+                             the SSA graph the actor executor runs, as DOT
   train [flags]              train a Fashion-MNIST classifier
   help [COMMAND]             this message, or a command's flags
 Exit status: 0 success, 1 the program or its data failed, 2 bad usage.
@@ -35,6 +37,7 @@ constexpr Entry kCommands[] = {
     {"print", PrintCommand},
     {"validate", ValidateCommand},
     {"run", RunCommand},
+    {"graph", GraphCommand},
     {"train", TrainCommand},
 };
 
