@@ -11,6 +11,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kUnimplemented: return "unimplemented";
     case ErrorCode::kInternal: return "internal error";
     case ErrorCode::kIo: return "i/o error";
+    case ErrorCode::kTimeout: return "timeout";
   }
   return "error";
 }

@@ -18,6 +18,7 @@ enum class ErrorCode {
   kUnimplemented,    // valid input that this build cannot run
   kInternal,         // a broken invariant inside Rill
   kIo,               // reading or writing a file failed
+  kTimeout,          // something expected did not happen in time (a stalled iteration, a dead peer)
 };
 
 const char* ErrorCodeName(ErrorCode code);

@@ -29,6 +29,9 @@ class Variable {
 class Scope {
  public:
   Scope() = default;
+  // A scope that sees `parent`'s variables but is owned by the caller; the
+  // parent must outlive it.
+  explicit Scope(const Scope* parent) : parent_(parent) {}
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 

@@ -1,0 +1,48 @@
+// ExecutionStrategy: how the actor executor runs a graph. The defaults suit
+// training on this machine; every field is safe to change per executor.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace rill {
+
+// How an op waits for a producer that ran on another stream.
+enum class DependencyWait {
+  // The producer's completion is signalled to the consumer (CPU: the countdown
+  // arrival itself; CUDA: an event recorded after the producer and waited on by
+  // the consumer's stream). Nothing blocks.
+  kEvent,
+  // The consumer first waits until the producer's stream has finished all the
+  // work queued on it so far. Slower; for debugging ordering problems.
+  kStreamSync,
+};
+
+struct ExecutionStrategy {
+  // Threads that run kernels, which is also the number of streams of each CPU
+  // place (at most this many ops run at once per place). 0: the machine's cores.
+  int num_threads = 0;
+  // Iterations that may run at once. More than 1 only for programs with no
+  // state carried between iterations (inference): a run then waits while this
+  // many are in flight. Training programs always run one at a time.
+  int max_iterations_in_flight = 1;
+  DependencyWait dependency_wait = DependencyWait::kEvent;
+  // An iteration with no op finishing for this long is reported; when no op is
+  // running either, it fails with a timeout. 0 disables the watchdog.
+  std::chrono::milliseconds watchdog_timeout{60000};
+  // Where watchdog reports go (default: standard error).
+  std::function<void(const std::string&)> on_watchdog_report;
+  // How long an idle stream keeps polling for work before it lets its thread go.
+  std::chrono::microseconds spin_before_sleep{50};
+  // Free an intermediate variable's buffer once its last reader has run, for
+  // variables estimated to hold at least release_min_bytes.
+  bool release_memory_early = true;
+  int64_t release_min_bytes = 64 * 1024;
+  // OpenBLAS threads; 0: cores / num_threads (at least 1), so the two do not
+  // oversubscribe the machine. The setting is process-wide.
+  int blas_threads = 0;
+};
+
+}  // namespace rill

@@ -1,0 +1,40 @@
+#include "actors/parallel_executor.h"
+
+#include "actors/actor_graph.h"
+
+namespace rill {
+
+ParallelExecutor::ParallelExecutor(const proto::ProgramDesc& program,
+                                   const std::vector<Place>& places, Scope* scope,
+                                   const ExecutionStrategy& strategy,
+                                   std::shared_ptr<Runtime> runtime, int block_index)
+    : runtime_(runtime ? std::move(runtime) : std::make_shared<Runtime>(strategy.num_threads)) {
+  graph_ = ActorGraph::Spawn(runtime_.get(), program, block_index, places, scope, strategy);
+}
+
+ParallelExecutor::~ParallelExecutor() {
+  if (graph_) graph_->Shutdown();
+  graph_.reset();
+}
+
+std::vector<Tensor> ParallelExecutor::Run(const FeedList& feeds,
+                                          const std::vector<std::string>& fetches) {
+  return graph_->Run(feeds, fetches);
+}
+
+std::future<std::vector<Tensor>> ParallelExecutor::RunAsync(const FeedList& feeds,
+                                                            const std::vector<std::string>& fetches) {
+  return graph_->RunAsync(feeds, fetches);
+}
+
+const SsaGraph& ParallelExecutor::graph() const { return graph_->graph(); }
+
+const ExecutionStrategy& ParallelExecutor::strategy() const { return graph_->strategy(); }
+
+int ParallelExecutor::max_iterations_in_flight() const { return graph_->max_iterations_in_flight(); }
+
+void ParallelExecutor::WithholdFeedForTesting(const std::string& name) {
+  graph_->WithholdFeedForTesting(name);
+}
+
+}  // namespace rill

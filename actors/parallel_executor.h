@@ -1,0 +1,71 @@
+// ParallelExecutor: the actor executor, as a trainer embeds it. It runs a
+// program block out of order on a pool of threads: every op is a task with a
+// countdown of the producers it waits for, every stream an actor that runs
+// the tasks handed to it, and the results equal the sequential Executor's.
+//
+//   Executor().Run(startup, &scope);                      // parameters, once
+//   ExecutionStrategy strategy;
+//   strategy.num_threads = 2;
+//   ParallelExecutor exe(main, {Place::Cpu()}, &scope, strategy);
+//   auto out = exe.Run({{"image", x}, {"label", y}}, {"loss"});
+//   auto future = exe.RunAsync(feeds, {"loss"});        // returns at once
+//
+// The graph is built and its actors spawned once, in the constructor.
+// Run/RunAsync may be called from any thread; a failed iteration throws (or
+// stores in the future) an Error naming block, op, type and place, and the
+// executor stays usable. Destroying it while iterations run cancels them.
+#pragma once
+
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/execution_strategy.h"
+#include "actors/runtime.h"
+#include "proto/program.pb.h"
+#include "runtime/executor.h"
+#include "runtime/graph/ssa_graph.h"
+#include "runtime/place.h"
+#include "runtime/scope.h"
+
+namespace rill {
+
+class ActorGraph;
+
+class ParallelExecutor {
+ public:
+  // Builds the graph of `block_index` on `places` (one place for now). With no
+  // `runtime`, the executor owns one with strategy.num_threads threads. `scope`
+  // (parameters and other persistables, usually filled by the startup program)
+  // must outlive the executor.
+  ParallelExecutor(const proto::ProgramDesc& program, const std::vector<Place>& places,
+                   Scope* scope, const ExecutionStrategy& strategy = {},
+                   std::shared_ptr<Runtime> runtime = nullptr, int block_index = 0);
+  ~ParallelExecutor();
+  ParallelExecutor(const ParallelExecutor&) = delete;
+  ParallelExecutor& operator=(const ParallelExecutor&) = delete;
+
+  // One iteration; the calling thread helps run it. Returns the fetched
+  // tensors, which share memory with the scope until a later run replaces them.
+  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<std::string>& fetches = {});
+  // Starts one iteration and returns its future; waits first while
+  // max_iterations_in_flight iterations are running (backpressure).
+  std::future<std::vector<Tensor>> RunAsync(const FeedList& feeds,
+                                            const std::vector<std::string>& fetches = {});
+
+  const SsaGraph& graph() const;
+  const ExecutionStrategy& strategy() const;
+  // 1 for programs that carry state between iterations, else the strategy's value.
+  int max_iterations_in_flight() const;
+  Runtime& runtime() { return *runtime_; }
+
+  // Test hook: the feed of `name` is never delivered, as if its producer died.
+  void WithholdFeedForTesting(const std::string& name);
+
+ private:
+  std::shared_ptr<Runtime> runtime_;  // declared first: destroyed after the graph
+  std::shared_ptr<ActorGraph> graph_;
+};
+
+}  // namespace rill
