@@ -76,6 +76,7 @@ void ActorGraph::Build() {
   options.places = places_;
   options.streams_per_place = strategy_.num_threads;
   graph_ = BuildSsaGraph(program_, block_index_, options);
+  declared_ = std::make_unique<VarIndex>(program_, block_index_);
   const int streams_per_place = graph_.streams_per_place;
   for (size_t p = 0; p < places_.size(); ++p) {
     for (int s = 0; s < streams_per_place; ++s) {
@@ -116,6 +117,7 @@ void ActorGraph::BuildNodes() {
     if (op.kind == OpNodeKind::kFeed) {
       node.feed_index = static_cast<int>(feed_names_.size());
       feed_names_.push_back(graph_.vars[op.outputs[0]].name);
+      feed_index_[feed_names_.back()] = node.feed_index;
       continue;
     }
     const proto::OpDesc& desc = block.ops(op.op_index);
@@ -146,7 +148,7 @@ bool ActorGraph::CarriesStateAcrossIterations() const {
 // versions share its buffer and are overwritten in place.
 void ActorGraph::BuildReleases() {
   if (!strategy_.release_memory_early) return;
-  const VarIndex declared(program_, block_index_);
+  const VarIndex& declared = *declared_;
   std::unordered_map<std::string, int> final_version;  // name -> var node id (one place)
   std::unordered_map<std::string, bool> read_before_write;
   for (const VarNode& var : graph_.vars) {
@@ -162,6 +164,7 @@ void ActorGraph::BuildReleases() {
     if (var.version == 0 || read_before_write.count(name)) continue;
     if (EstimatedBytes(declared.Find(name), 64) < strategy_.release_min_bytes) continue;
     const int index = static_cast<int>(releasables_.size());
+    releasable_index_[name] = index;
     Releasable r;
     r.name = name;
     r.readers = var.consumers.empty() ? 1 : static_cast<int>(var.consumers.size());
@@ -257,9 +260,8 @@ std::future<std::vector<Tensor>> ActorGraph::RunAsync(const FeedList& feeds,
 }
 
 void ActorGraph::CheckFeeds(const FeedList& feeds) const {
-  const VarIndex declared(program_, block_index_);
   for (const auto& [name, tensor] : feeds) {
-    const proto::VarDesc* desc = declared.Find(name);
+    const proto::VarDesc* desc = declared_->Find(name);
     RILL_CHECK(desc != nullptr, kNotFound, "feed \"", name, "\" is not a variable of block ",
                block_index_);
     RILL_CHECK(tensor.initialized(), kInvalidArgument, "feed \"", name, "\" holds no value");
@@ -276,9 +278,8 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
                                     std::future<std::vector<Tensor>>* future) {
   RILL_CHECK(!shut_down_.load(), kInvalidArgument, "the executor has been shut down");
   CheckFeeds(feeds);
-  const VarIndex declared(program_, block_index_);
   for (const auto& name : fetches) {
-    RILL_CHECK(declared.Find(name) != nullptr, kNotFound, "fetch \"", name,
+    RILL_CHECK(declared_->Find(name) != nullptr, kNotFound, "fetch \"", name,
                "\" is not a variable of block ", block_index_);
   }
   // Backpressure: wait for a free slot, giving up when the executor shuts down.
@@ -300,11 +301,9 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
   Slot& slot = *picked;
   try {
     ResetSlot(slot);
-    std::unordered_map<std::string, int> feed_index;
-    for (size_t i = 0; i < feed_names_.size(); ++i) feed_index[feed_names_[i]] = static_cast<int>(i);
     for (const auto& [name, tensor] : feeds) {
-      auto it = feed_index.find(name);
-      if (it != feed_index.end()) {
+      auto it = feed_index_.find(name);
+      if (it != feed_index_.end()) {
         slot.feed_values[it->second] = tensor;
         slot.feed_given[it->second] = 1;
         continue;
@@ -328,11 +327,9 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
            block_index_, ", op ", reader ? reader->op_index : -1, " (",
            reader ? reader->type : "?", ") reads it and nothing before writes it");
     }
-    std::unordered_map<std::string, int> releasable_index;
-    for (size_t r = 0; r < releasables_.size(); ++r) releasable_index[releasables_[r].name] = static_cast<int>(r);
     for (const auto& name : fetches) {
-      auto it = releasable_index.find(name);
-      if (it != releasable_index.end()) slot.keep[it->second] = 1;
+      auto it = releasable_index_.find(name);
+      if (it != releasable_index_.end()) slot.keep[it->second] = 1;
     }
   } catch (...) {
     for (auto& value : slot.feed_values) value = Tensor();

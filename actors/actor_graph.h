@@ -24,6 +24,7 @@
 #include <mutex>
 #include <semaphore>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "actors/execution_strategy.h"
@@ -35,6 +36,7 @@
 #include "runtime/graph/ssa_graph.h"
 #include "runtime/kernel_context.h"
 #include "runtime/scope.h"
+#include "runtime/var_index.h"
 
 namespace rill {
 
@@ -164,6 +166,9 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::vector<int> sources_;
   uint32_t sink_count_ = 0;
   std::vector<std::string> feed_names_;  // by feed index
+  std::unique_ptr<VarIndex> declared_;   // the block's visible declarations
+  std::unordered_map<std::string, int> feed_index_;        // name -> feed index
+  std::unordered_map<std::string, int> releasable_index_;  // name -> releasable index
   std::vector<Releasable> releasables_;
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Slot>> slots_;

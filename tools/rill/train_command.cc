@@ -1,5 +1,7 @@
-// rill train: trains a Fashion-MNIST classifier with the reference executor,
-// evaluating on the 10k test set after each epoch.
+// rill train: trains a Fashion-MNIST classifier with the actor executor (or
+// the sequential reference executor), evaluating on the 10k test set after
+// each epoch.
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/parallel_executor.h"
 #include "ops/math/blas.h"
 #include "runtime/dataset/fashion_mnist.h"
 #include "runtime/executor.h"
@@ -33,7 +36,9 @@ constexpr const char* kUsage = R"(usage: rill train [flags]
   --seed N                 seed for initialisation and shuffling (default 0)
   --max-steps N            stop each epoch after N steps (default: whole epoch)
   --data DIR               IDX files (default /usr/share/datasets/fashion-mnist)
-  --threads N              OpenBLAS threads (default 1)
+  --executor actor|sequential   the actor executor (default) or the reference
+  --threads N              threads running ops in the actor executor (default 1)
+  --blas-threads N         OpenBLAS threads (default: cores / --threads)
   --save FILE              write a checkpoint of all persistable variables at the end
   --resume FILE            start from a checkpoint written by --save
   --json                   one JSON object per epoch on stdout
@@ -48,7 +53,9 @@ struct TrainOptions {
   uint64_t seed = 0;
   int64_t max_steps = -1;
   std::string data = kFashionMnistDir;
+  std::string executor = "actor";
   int threads = 1;
+  int blas_threads = 0;
   std::string save;
   std::string resume;
   bool json = false;
@@ -94,8 +101,40 @@ struct Evaluation {
   double accuracy = 0;
 };
 
-Evaluation Evaluate(const Executor& exe, PreparedBlock& eval, const ImageDataset& test,
-                    const Classifier& model) {
+// Runs a program step by step with the executor the user chose.
+class StepRunner {
+ public:
+  virtual ~StepRunner() = default;
+  virtual std::vector<Tensor> Run(const FeedList& feeds, const std::vector<std::string>& fetches) = 0;
+};
+
+class SequentialRunner : public StepRunner {
+ public:
+  SequentialRunner(const proto::ProgramDesc& program, Scope* scope)
+      : block_(exe_.Prepare(program, scope)) {}
+  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<std::string>& fetches) override {
+    return exe_.Run(*block_, feeds, fetches);
+  }
+
+ private:
+  Executor exe_;
+  std::unique_ptr<PreparedBlock> block_;
+};
+
+class ActorRunner : public StepRunner {
+ public:
+  ActorRunner(const proto::ProgramDesc& program, Scope* scope, const ExecutionStrategy& strategy,
+              std::shared_ptr<Runtime> runtime)
+      : exe_(program, {Place::Cpu()}, scope, strategy, std::move(runtime)) {}
+  std::vector<Tensor> Run(const FeedList& feeds, const std::vector<std::string>& fetches) override {
+    return exe_.Run(feeds, fetches);
+  }
+
+ private:
+  ParallelExecutor exe_;
+};
+
+Evaluation Evaluate(StepRunner& eval, const ImageDataset& test, const Classifier& model) {
   constexpr size_t kEvalBatch = 1000;
   std::vector<int64_t> order(static_cast<size_t>(test.size()));
   std::iota(order.begin(), order.end(), 0);
@@ -104,8 +143,8 @@ Evaluation Evaluate(const Executor& exe, PreparedBlock& eval, const ImageDataset
   for (size_t begin = 0; begin < order.size(); begin += kEvalBatch) {
     const size_t end = std::min(order.size(), begin + kEvalBatch);
     GatherBatch(test, order, begin, end, &images, &labels);
-    auto out = exe.Run(eval, {{model.image.name, images}, {model.label.name, labels}},
-                       {model.loss.name, model.accuracy.name});
+    auto out = eval.Run({{model.image.name, images}, {model.label.name, labels}},
+                        {model.loss.name, model.accuracy.name});
     const double n = static_cast<double>(end - begin);
     result.loss += out[0].GetAsDouble(0) * n;
     result.accuracy += out[1].GetAsDouble(0) * n;
@@ -115,8 +154,17 @@ Evaluation Evaluate(const Executor& exe, PreparedBlock& eval, const ImageDataset
   return result;
 }
 
+// Peak resident memory of the process so far, in MiB.
+double PeakRssMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
 int Train(const TrainOptions& opt) {
-  SetBlasThreads(opt.threads);
+  const int blas = opt.blas_threads > 0 ? opt.blas_threads
+                                        : std::max(1, Runtime::HardwareThreads() / opt.threads);
+  SetBlasThreads(blas);
   const ImageDataset train = LoadFashionMnist(opt.data, /*train=*/true);
   const ImageDataset test = LoadFashionMnist(opt.data, /*train=*/false);
 
@@ -126,12 +174,21 @@ int Train(const TrainOptions& opt) {
   Program eval_program = main.CloneForTest();  // forward only, taken before backward is added
   MakeOptimizer(opt.optimizer, static_cast<float>(opt.lr))->Minimize(builder, model.loss);
 
-  Executor exe;
   Scope scope;
-  exe.Run(startup.desc(), &scope);
+  Executor().Run(startup.desc(), &scope);
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
-  auto step = exe.Prepare(main.desc(), &scope);
-  auto eval = exe.Prepare(eval_program.desc(), &scope);
+  std::unique_ptr<StepRunner> step, eval;
+  if (opt.executor == "sequential") {
+    step = std::make_unique<SequentialRunner>(main.desc(), &scope);
+    eval = std::make_unique<SequentialRunner>(eval_program.desc(), &scope);
+  } else {
+    ExecutionStrategy strategy;
+    strategy.num_threads = opt.threads;
+    strategy.blas_threads = blas;
+    auto runtime = std::make_shared<Runtime>(opt.threads);
+    step = std::make_unique<ActorRunner>(main.desc(), &scope, strategy, runtime);
+    eval = std::make_unique<ActorRunner>(eval_program.desc(), &scope, strategy, runtime);
+  }
 
   const bool tty = isatty(STDERR_FILENO) != 0;
   std::vector<int64_t> order(static_cast<size_t>(train.size()));
@@ -150,8 +207,8 @@ int Train(const TrainOptions& opt) {
       const size_t begin = s * static_cast<size_t>(opt.batch);
       const size_t end = std::min(order.size(), begin + static_cast<size_t>(opt.batch));
       GatherBatch(train, order, begin, end, &images, &labels);
-      auto out = exe.Run(*step, {{model.image.name, images}, {model.label.name, labels}},
-                         {model.loss.name});
+      auto out = step->Run({{model.image.name, images}, {model.label.name, labels}},
+                           {model.loss.name});
       loss_sum += out[0].GetAsDouble(0);
       samples += static_cast<int64_t>(end - begin);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -163,12 +220,14 @@ int Train(const TrainOptions& opt) {
     if (tty) std::fprintf(stderr, "\n");
     const double train_loss = loss_sum / static_cast<double>(std::max<size_t>(steps, 1));
     const double rate = static_cast<double>(samples) / std::max(seconds, 1e-9);
-    const Evaluation result = Evaluate(exe, *eval, test, model);
+    const Evaluation result = Evaluate(*eval, test, model);
     if (opt.json) {
       std::printf(
-          "{\"epoch\": %d, \"model\": \"%s\", \"steps\": %zu, \"train_loss\": %.6f, \"test_loss\": %.6f, "
-          "\"test_accuracy\": %.4f, \"samples_per_sec\": %.1f, \"seconds\": %.3f}\n",
-          epoch, opt.model.c_str(), steps, train_loss, result.loss, result.accuracy, rate, seconds);
+          "{\"epoch\": %d, \"model\": \"%s\", \"executor\": \"%s\", \"threads\": %d, \"steps\": %zu, "
+          "\"train_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.4f, "
+          "\"samples_per_sec\": %.1f, \"seconds\": %.3f, \"peak_rss_mib\": %.1f}\n",
+          epoch, opt.model.c_str(), opt.executor.c_str(), opt.threads, steps, train_loss,
+          result.loss, result.accuracy, rate, seconds, PeakRssMiB());
       std::fflush(stdout);
     } else {
       std::printf("epoch %d: train loss %.4f, test loss %.4f, test accuracy %.4f, %.0f samples/s\n",
@@ -192,11 +251,16 @@ int TrainCommand(const std::vector<std::string>& args) {
   flags.Uint64("--seed", &opt.seed);
   flags.Int64("--max-steps", &opt.max_steps);
   flags.String("--data", &opt.data);
+  flags.String("--executor", &opt.executor);
   flags.Int("--threads", &opt.threads);
+  flags.Int("--blas-threads", &opt.blas_threads);
   flags.String("--save", &opt.save);
   flags.String("--resume", &opt.resume);
   flags.Bool("--json", &opt.json);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
+  if (opt.executor != "actor" && opt.executor != "sequential") {
+    return flags.UsageError("--executor must be actor or sequential");
+  }
   if (opt.epochs < 1 || opt.batch < 1 || opt.threads < 1 || !(opt.lr > 0)) {
     std::cerr << "rill train: --epochs, --batch and --threads must be >= 1 and --lr > 0\n" << kUsage;
     return 2;
