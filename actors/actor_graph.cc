@@ -72,11 +72,21 @@ void ActorGraph::Build() {
   RILL_CHECK(places_.size() == 1, kUnimplemented, "running one program on ", places_.size(),
              " places at once is not supported yet; give one place");
   Validate(program_);
+  declared_ = std::make_unique<VarIndex>(program_, block_index_);
+  const int slots = CarriesStateAcrossIterations() ? 1 : strategy_.max_iterations_in_flight;
+  // Kernel contexts first, while the heap is fresh: each slot's contexts then
+  // lie in one contiguous run of memory, in op order, which is the order
+  // chains run them in (graph building leaves the heap fragmented).
+  for (int i = 0; i < slots; ++i) {
+    auto slot = std::make_unique<Slot>();
+    slot->index = i;
+    BindSlot(*slot, slots > 1);
+    slots_.push_back(std::move(slot));
+  }
   GraphOptions options;
   options.places = places_;
   options.streams_per_place = strategy_.num_threads;
   graph_ = BuildSsaGraph(program_, block_index_, options);
-  declared_ = std::make_unique<VarIndex>(program_, block_index_);
   const int streams_per_place = graph_.streams_per_place;
   for (size_t p = 0; p < places_.size(); ++p) {
     for (int s = 0; s < streams_per_place; ++s) {
@@ -86,14 +96,7 @@ void ActorGraph::Build() {
   }
   BuildNodes();
   BuildReleases();
-  int slots = strategy_.max_iterations_in_flight;
-  if (CarriesStateAcrossIterations()) slots = 1;  // step k+1 reads what step k wrote
-  for (int i = 0; i < slots; ++i) {
-    auto slot = std::make_unique<Slot>();
-    slot->index = i;
-    BuildSlot(*slot);
-    slots_.push_back(std::move(slot));
-  }
+  for (auto& slot : slots_) BuildTasks(*slot);
   free_slots_.release(slots);
   int blas = strategy_.blas_threads;
   if (blas <= 0) blas = std::max(1, Runtime::HardwareThreads() / strategy_.num_threads);
@@ -103,13 +106,14 @@ void ActorGraph::Build() {
 void ActorGraph::BuildNodes() {
   const proto::BlockDesc& block = program_.blocks(block_index_);
   const int streams_per_place = graph_.streams_per_place;
+  RILL_CHECK(streams_.size() < 32768, kInvalidArgument, "too many streams: ", streams_.size());
   nodes_.resize(graph_.ops.size());
   for (const OpNode& op : graph_.ops) {
     Node& node = nodes_[op.id];
     node.stream = op.place * streams_per_place + op.stream;
     node.predecessor_count = static_cast<uint32_t>(op.predecessors.size());
-    node.successors = op.successors;
-    node.sink = op.successors.empty();
+    successor_begin_.push_back(static_cast<int32_t>(successor_list_.size()));
+    successor_list_.insert(successor_list_.end(), op.successors.begin(), op.successors.end());
     for (int pred : op.predecessors) {
       const int s = graph_.ops[pred].place * streams_per_place + graph_.ops[pred].stream;
       if (s != node.stream) node.cross_stream_producers.push_back(s);
@@ -129,15 +133,23 @@ void ActorGraph::BuildNodes() {
            desc.type(), "): no kernel for place ", place.ToString());
     }
   }
+  successor_begin_.push_back(static_cast<int32_t>(successor_list_.size()));
   for (const OpNode& op : graph_.ops) {
     if (op.predecessors.empty()) sources_.push_back(op.id);
   }
   sink_count_ = static_cast<uint32_t>(graph_.Sinks().size());
 }
 
+// Whether an iteration writes a persistable variable (parameters, optimizer
+// state, counters): then the next one depends on it and they cannot overlap.
 bool ActorGraph::CarriesStateAcrossIterations() const {
-  for (const VarNode& var : graph_.vars) {
-    if (var.persistable && var.version > 0) return true;
+  for (const auto& op : program_.blocks(block_index_).ops()) {
+    for (const auto& slot : op.outputs()) {
+      for (const auto& name : slot.vars()) {
+        const proto::VarDesc* desc = declared_->Find(name);
+        if (desc != nullptr && desc->persistable()) return true;
+      }
+    }
   }
   return false;
 }
@@ -177,9 +189,8 @@ void ActorGraph::BuildReleases() {
   }
 }
 
-void ActorGraph::BuildSlot(Slot& slot) {
+void ActorGraph::BindSlot(Slot& slot, bool private_scope) {
   const proto::BlockDesc& block = program_.blocks(block_index_);
-  const bool private_scope = strategy_.max_iterations_in_flight > 1 && !CarriesStateAcrossIterations();
   for (const auto& var : block.vars()) {
     if (scope_->FindVar(var.name()) == nullptr) scope_->Var(var.name());
   }
@@ -192,19 +203,31 @@ void ActorGraph::BuildSlot(Slot& slot) {
   } else {
     slot.scope = scope_;
   }
+  slot.contexts.resize(static_cast<size_t>(block.ops_size()));
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& desc = block.ops(i);
+    slot.contexts[i] = std::make_unique<KernelContext>(desc, GetOpSchema(desc.type()), slot.scope,
+                                                       places_[0], OpSeed(program_, block_index_, i));
+  }
+}
+
+void ActorGraph::BuildTasks(Slot& slot) {
   const size_t n = graph_.ops.size();
   slot.tasks.reset(new Task[n]);
-  slot.contexts.resize(n);
   for (const OpNode& op : graph_.ops) {
+    const Node& node = nodes_[op.id];
     Task& task = slot.tasks[op.id];
     task.node = op.id;
-    task.slot = slot.index;
-    task.countdown.Reset(NextGeneration(0), nodes_[op.id].predecessor_count);
-    if (op.kind != OpNodeKind::kCompute) continue;
-    const proto::OpDesc& desc = block.ops(op.op_index);
-    slot.contexts[op.id] = std::make_unique<KernelContext>(
-        desc, GetOpSchema(desc.type()), slot.scope, places_[op.place],
-        OpSeed(program_, block_index_, op.op_index));
+    task.slot = static_cast<int16_t>(slot.index);
+    task.stream = static_cast<int16_t>(node.stream);
+    task.predecessor_count = node.predecessor_count;
+    task.successors = successor_list_.data() + successor_begin_[op.id];
+    task.successor_count = successor_begin_[op.id + 1] - successor_begin_[op.id];
+    task.sink = task.successor_count == 0;
+    task.has_releases = !node.releases.empty();
+    task.kernel = node.kernel;
+    task.countdown.Reset(NextGeneration(0), node.predecessor_count);
+    if (op.kind == OpNodeKind::kCompute) task.context = slot.contexts[op.op_index].get();
   }
   slot.terminal.Reset(NextGeneration(0), sink_count_);
   slot.release_counts.reset(new std::atomic<int32_t>[releasables_.size()]);
@@ -452,57 +475,68 @@ void ActorGraph::Drain(Stream& stream) {
 }
 
 void ActorGraph::RunTask(Task* task, Stream& stream) {
-  const int id = task->node;
-  const Node& node = nodes_[id];
   Slot& slot = *slots_[task->slot];
   const uint32_t generation = task->countdown.generation();
   if (generation != slot.generation.load(std::memory_order_acquire)) return;  // left by an abort
-  if (node.kernel == nullptr) {
-    if (slot.feed_given[node.feed_index]) {
-      slot.feed_vars[node.feed_index]->mutable_tensor()->ShareDataWith(
-          slot.feed_values[node.feed_index]);
+  Task* tasks = slot.tasks.get();
+  const int32_t* successors = task->successors;
+  const int32_t successor_count = task->successor_count;
+  // The successors' countdowns are touched right after the kernel: start
+  // fetching their lines now, so the kernel's run time hides the misses.
+  for (int32_t i = 0; i < successor_count && i < 8; ++i) {
+    __builtin_prefetch(&tasks[successors[i]], 1, 3);
+  }
+  if (task->kernel == nullptr) {
+    const int feed = nodes_[task->node].feed_index;
+    if (slot.feed_given[feed]) {
+      slot.feed_vars[feed]->mutable_tensor()->ShareDataWith(slot.feed_values[feed]);
     }
   } else if (!slot.cancelled.load(std::memory_order_relaxed)) {
     if (strategy_.dependency_wait == DependencyWait::kStreamSync) {
-      WaitForProducerStreams(node, stream);
+      WaitForProducerStreams(task->node, stream);
     }
-    stream.SetRunning(id);
+    stream.SetRunning(task->node);
     try {
-      (*node.kernel)(*slot.contexts[id]);
+      (*task->kernel)(*task->context);
     } catch (const Error& e) {
-      FailIteration(slot, id, e);
+      FailIteration(slot, task->node, e);
     } catch (const std::exception& e) {
-      FailIteration(slot, id, Error(ErrorCode::kInternal, e.what()));
+      FailIteration(slot, task->node, Error(ErrorCode::kInternal, e.what()));
     } catch (...) {
-      FailIteration(slot, id, Error(ErrorCode::kInternal, "unknown exception"));
+      FailIteration(slot, task->node, Error(ErrorCode::kInternal, "unknown exception"));
     }
     stream.SetRunning(-1);
   }
   stream.CountExecuted();
-  if (!node.releases.empty()) Release(node, slot);
-  task->countdown.Reset(NextGeneration(generation), node.predecessor_count);
-  for (int successor : node.successors) {
-    Task* next = &slot.tasks[successor];
-    if (next->countdown.Arrive(generation) == Countdown::Arrival::kReady) Dispatch(next, stream);
+  if (task->has_releases) Release(task->node, slot);
+  task->countdown.Reset(NextGeneration(generation), task->predecessor_count);
+  const bool sink = task->sink;
+  for (int32_t i = 0; i < successor_count; ++i) {
+    Task* next = &tasks[successors[i]];
+    // An op with one producer is ready now: no count to bring down, no locked
+    // instruction (which would also wait for the kernel's stores to drain).
+    if (next->predecessor_count == 1 ||
+        next->countdown.Arrive(generation) == Countdown::Arrival::kReady) {
+      Dispatch(next, stream);
+    }
   }
-  if (node.sink && slot.terminal.Arrive(generation) == Countdown::Arrival::kReady) Finish(slot);
+  if (sink && slot.terminal.Arrive(generation) == Countdown::Arrival::kReady) Finish(slot);
 }
 
 void ActorGraph::Dispatch(Task* task, Stream& from) {
-  Stream& to = *streams_[nodes_[task->node].stream];
-  if (&to == &from) {
+  if (task->stream == from.id()) {
     from.PushLocal(task);
   } else {
-    to.Submit(task);
+    streams_[task->stream]->Submit(task);
   }
 }
 
 // Debugging strategy: before a consumer runs, each stream it depends on must
 // have gone idle (nothing queued, no kernel running), as a host-side stream
 // synchronisation would. Bounded, so two streams waiting on each other go on.
-void ActorGraph::WaitForProducerStreams(const Node& node, Stream& self) {
+void ActorGraph::WaitForProducerStreams(int node, Stream& self) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(10);
-  for (int s : node.cross_stream_producers) {
+  for (int s : nodes_[node].cross_stream_producers) {
     Stream& producer = *streams_[s];
     if (&producer == &self) continue;
     while ((producer.HasQueuedWork() || producer.running_node() >= 0) && Clock::now() < deadline) {
@@ -511,8 +545,8 @@ void ActorGraph::WaitForProducerStreams(const Node& node, Stream& self) {
   }
 }
 
-void ActorGraph::Release(const Node& node, Slot& slot) {
-  for (int r : node.releases) {
+void ActorGraph::Release(int node, Slot& slot) {
+  for (int r : nodes_[node].releases) {
     if (slot.release_counts[r].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
     slot.release_counts[r].store(releasables_[r].readers, std::memory_order_relaxed);
     if (!slot.keep[r]) *slot.release_vars[r]->mutable_tensor() = Tensor();

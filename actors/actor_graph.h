@@ -80,16 +80,14 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void WithholdFeedForTesting(const std::string& name);
 
  private:
-  // Static facts about one op node, laid out for the hot path.
+  // What the hot path does not need of an op node (that is in its Task).
   struct Node {
-    const KernelFn* kernel = nullptr;  // nullptr for feed nodes
-    int stream = 0;                    // global stream id
+    int stream = 0;                     // global stream id
     uint32_t predecessor_count = 0;
-    bool sink = false;
     int feed_index = -1;                // for feed nodes: index into the slot's feed values
-    std::vector<int> successors;
     std::vector<int> releases;          // releasable variables this node is a reader (or producer) of
     std::vector<int> cross_stream_producers;  // streams of predecessors on other streams
+    const KernelFn* kernel = nullptr;   // nullptr for feed nodes
   };
   // A variable whose buffer can go once its last reader has run.
   struct Releasable {
@@ -107,7 +105,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     Scope* scope = nullptr;
     std::unique_ptr<Scope> own_scope;  // child scope when several iterations run at once
     std::unique_ptr<Task[]> tasks;
-    std::vector<std::unique_ptr<KernelContext>> contexts;
+    std::vector<std::unique_ptr<KernelContext>> contexts;  // by op index in the block
     Countdown terminal;
     std::unique_ptr<std::atomic<int32_t>[]> release_counts;
     std::vector<Variable*> release_vars;
@@ -127,7 +125,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void Build();
   void BuildNodes();
   void BuildReleases();
-  void BuildSlot(Slot& slot);
+  void BindSlot(Slot& slot, bool private_scope);
+  void BuildTasks(Slot& slot);
   void SpawnActors();
   bool CarriesStateAcrossIterations() const;
 
@@ -146,8 +145,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void Drain(Stream& stream);
   void RunTask(Task* task, Stream& stream);
   void Dispatch(Task* task, Stream& from);
-  void Release(const Node& node, Slot& slot);
-  void WaitForProducerStreams(const Node& node, Stream& self);
+  void Release(int node, Slot& slot);
+  void WaitForProducerStreams(int node, Stream& self);
   void FailIteration(Slot& slot, int node, const Error& error);
   void Finish(Slot& slot);
   void Abort(Slot& slot, const std::string& why);
@@ -163,6 +162,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   ExecutionStrategy strategy_;
   SsaGraph graph_;
   std::vector<Node> nodes_;
+  std::vector<int32_t> successor_list_;  // all nodes' successors; tasks point into it
+  std::vector<int32_t> successor_begin_;  // by node, into successor_list_
   std::vector<int> sources_;
   uint32_t sink_count_ = 0;
   std::vector<std::string> feed_names_;  // by feed index

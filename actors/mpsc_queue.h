@@ -51,8 +51,9 @@ class MpscQueue {
   }
 
  private:
-  std::atomic<T*> head_{&stub_};
-  T* tail_ = &stub_;  // consumer only
+  // Producers write head_, the consumer tail_: separate cache lines.
+  alignas(64) std::atomic<T*> head_{&stub_};
+  alignas(64) T* tail_ = &stub_;
   T stub_;
 };
 

@@ -57,6 +57,7 @@ class Stream {
   // Gives the claim up. Returns true when work arrived meanwhile and the claim
   // was taken back: the caller must go on draining.
   bool ReleaseOrReclaim() {
+    SettlePopped();
     claimed_.store(false, std::memory_order_seq_cst);
     return HasQueuedWork() && TryClaim();
   }
@@ -69,6 +70,11 @@ class Stream {
       local_.pop_back();
       return t;
     }
+    if (Task* t = inbox_.Pop()) {
+      ++popped_;  // queued_ is settled in bulk: one write to the producers' line, not one per task
+      return t;
+    }
+    SettlePopped();
     while (queued_.load(std::memory_order_acquire) > 0) {
       if (Task* t = inbox_.Pop()) {
         queued_.fetch_sub(1, std::memory_order_relaxed);
@@ -92,18 +98,32 @@ class Stream {
 
  private:
   void Wake();
+  void SettlePopped() {
+    if (popped_ == 0) return;
+    queued_.fetch_sub(popped_, std::memory_order_relaxed);
+    popped_ = 0;
+  }
 
+  // Fields are grouped by who writes them, one cache line per group, so the
+  // drainer's bookkeeping does not bounce the producers' line and back.
   const int id_;
   const int place_;
   const int index_;
-  MpscQueue<Task> inbox_;
-  std::atomic<int64_t> queued_{0};  // tasks pushed to the inbox and not yet popped
-  std::vector<Task*> local_;        // claimer only
-  std::atomic<bool> claimed_{false};
+  caf::actor actor_;  // set once before any Submit
+
+  // Written by producers.
+  alignas(64) MpscQueue<Task> inbox_;
+  alignas(64) std::atomic<int64_t> queued_{0};  // pushed to the inbox and not yet settled
   std::atomic<bool> wake_pending_{false};
-  std::atomic<uint64_t> executed_{0};  // written by the claimer only
-  std::atomic<int> running_node_{-1};  // written by the claimer only
-  caf::actor actor_;                   // set once before any Submit
+
+  // Written on claim and release only.
+  alignas(64) std::atomic<bool> claimed_{false};
+
+  // Written by the claimer.
+  alignas(64) std::vector<Task*> local_;
+  int64_t popped_ = 0;                 // popped from the inbox, not yet taken off queued_
+  std::atomic<uint64_t> executed_{0};  // tasks run so far
+  std::atomic<int> running_node_{-1};  // node whose kernel runs now
 };
 
 }  // namespace rill

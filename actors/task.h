@@ -1,19 +1,33 @@
 // Task: one op of the actor graph in one iteration slot: what a stream
-// queues and runs. Its countdown counts the producers it still waits for.
+// queues and runs. It holds everything running the op and passing readiness
+// on needs, in one cache line: the countdown of producers it still waits for,
+// its kernel and bound context, and its successors. The static fields are
+// written once when the graph is built; queue_next and countdown change at
+// run time (see mpsc_queue.h and countdown.h for who writes them when).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 
 #include "actors/countdown.h"
+#include "runtime/kernel_context.h"
+#include "runtime/op_schema.h"
 
 namespace rill {
 
-struct Task {
+struct alignas(64) Task {
   std::atomic<Task*> queue_next{nullptr};  // link in a stream's inbox
   Countdown countdown;
-  int32_t node = -1;  // op node id in the graph
-  int32_t slot = -1;  // iteration slot
+  const KernelFn* kernel = nullptr;     // nullptr for feed nodes
+  KernelContext* context = nullptr;     // bound to this slot's scope
+  const int32_t* successors = nullptr;  // task indices of the same slot
+  int32_t successor_count = 0;
+  int32_t node = -1;                    // op node id in the graph
+  uint32_t predecessor_count = 0;
+  int16_t stream = 0;                   // global stream id
+  int16_t slot = -1;                    // iteration slot
+  bool sink = false;                    // arrives at the slot's terminal countdown
+  bool has_releases = false;            // frees variables after running
 };
 
 }  // namespace rill

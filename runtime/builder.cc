@@ -162,7 +162,7 @@ std::vector<Var> Builder::AppendOp(const std::string& type, const VarSlots& inpu
   for (const auto& [slot, vars] : inputs) SetInput(&op, slot, Names(vars));
   for (const auto& [slot, vars] : named) SetOutput(&op, slot, Names(vars));
   if (attrs) attrs(&op);
-  std::map<std::string, VarInfo> infos;
+  VarInfoMap infos;
   for (const auto& [slot, vars] : inputs) {
     for (const auto& v : vars) infos[v.name] = VarInfo{v.shape, v.dtype};
   }

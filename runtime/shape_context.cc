@@ -35,12 +35,12 @@ template std::vector<std::string> ReadAttr<std::vector<std::string>>(const proto
                                                                      const std::string&);
 
 ShapeContext::ShapeContext(const proto::OpDesc& op, const OpSchema& schema,
-                           std::map<std::string, VarInfo>* vars)
+                           VarInfoMap* vars)
     : ShapeContext(op, schema, vars, vars) {}
 
 ShapeContext::ShapeContext(const proto::OpDesc& op, const OpSchema& schema,
-                           const std::map<std::string, VarInfo>* known,
-                           std::map<std::string, VarInfo>* outputs)
+                           const VarInfoMap* known,
+                           VarInfoMap* outputs)
     : op_(op), schema_(schema), known_(known), outputs_(outputs) {
   for (const auto& s : op.inputs()) input_names_[s.name()] = {s.vars().begin(), s.vars().end()};
   for (const auto& s : op.outputs()) output_names_[s.name()] = {s.vars().begin(), s.vars().end()};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -22,13 +23,16 @@ struct VarInfo {
   DataType dtype = DataType::kFloat32;
 };
 
+// What is known of variables, by name.
+using VarInfoMap = std::unordered_map<std::string, VarInfo>;
+
 class ShapeContext {
  public:
   // `vars` maps variable names to what is known of them; outputs are written back into it.
-  ShapeContext(const proto::OpDesc& op, const OpSchema& schema, std::map<std::string, VarInfo>* vars);
+  ShapeContext(const proto::OpDesc& op, const OpSchema& schema, VarInfoMap* vars);
   // Inputs are read from `known`, outputs written to `outputs` (which may be `known`).
   ShapeContext(const proto::OpDesc& op, const OpSchema& schema,
-               const std::map<std::string, VarInfo>* known, std::map<std::string, VarInfo>* outputs);
+               const VarInfoMap* known, VarInfoMap* outputs);
 
   int InputCount(const std::string& slot) const;
   bool HasInput(const std::string& slot) const { return InputCount(slot) > 0; }
@@ -62,8 +66,8 @@ class ShapeContext {
 
   const proto::OpDesc& op_;
   const OpSchema& schema_;
-  const std::map<std::string, VarInfo>* known_;
-  std::map<std::string, VarInfo>* outputs_;
+  const VarInfoMap* known_;
+  VarInfoMap* outputs_;
   std::map<std::string, std::vector<std::string>> input_names_;
   std::map<std::string, std::vector<std::string>> output_names_;
 };

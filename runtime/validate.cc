@@ -167,7 +167,7 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
   }
 }
 
-void CollectVisibleVars(const VarIndex& visible, std::map<std::string, VarInfo>* vars) {
+void CollectVisibleVars(const VarIndex& visible, VarInfoMap* vars) {
   for (const auto& [name, desc] : visible.all()) {
     (*vars)[name] = VarInfo{VarShape(*desc), FromProto(desc->dtype())};
   }
@@ -177,7 +177,8 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b) {
   const auto& block = program.blocks(b);
   Location at(b);
   const VarIndex visible(program, b);
-  std::map<std::string, VarInfo> vars;
+  VarInfoMap vars;
+  vars.reserve(visible.all().size());
   CollectVisibleVars(visible, &vars);
   for (int i = 0; i < block.ops_size(); ++i) {
     const auto& op = block.ops(i);
@@ -189,7 +190,7 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b) {
     CheckAttrs(program, b, op, *schema, at);
     if (!schema->infer_shape()) continue;
     // Outputs go to their own map: an op that writes its input must see the old value.
-    std::map<std::string, VarInfo> inferred;
+    VarInfoMap inferred;
     try {
       ShapeContext ctx(op, *schema, &vars, &inferred);
       schema->infer_shape()(ctx);
@@ -227,7 +228,7 @@ void Validate(const proto::ProgramDesc& program) {
   for (int b = 0; b < program.blocks_size(); ++b) CheckBlockOps(program, b);
 }
 
-void InferOpShapes(const proto::OpDesc& op, std::map<std::string, VarInfo>* vars) {
+void InferOpShapes(const proto::OpDesc& op, VarInfoMap* vars) {
   const OpSchema& schema = GetOpSchema(op.type());
   if (!schema.infer_shape()) return;
   ShapeContext ctx(op, schema, vars);

@@ -20,6 +20,6 @@ void Validate(const proto::ProgramDesc& program);
 // Runs shape inference for one op against `vars` (name -> known shape/type),
 // writing its outputs' inferred shapes into `vars`. Throws on a mismatch.
 // The builder uses it to declare output variables.
-void InferOpShapes(const proto::OpDesc& op, std::map<std::string, VarInfo>* vars);
+void InferOpShapes(const proto::OpDesc& op, VarInfoMap* vars);
 
 }  // namespace rill

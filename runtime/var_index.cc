@@ -13,6 +13,9 @@ VarIndex::VarIndex(const proto::ProgramDesc& program, int block_index) {
        b = program.blocks(b).parent_idx()) {
     chain.push_back(b);
   }
+  size_t total = 0;
+  for (int b : chain) total += static_cast<size_t>(program.blocks(b).vars_size());
+  vars_.reserve(total);
   for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
     for (const auto& var : program.blocks(*it).vars()) vars_[var.name()] = &var;
   }

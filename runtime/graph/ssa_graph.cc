@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "runtime/error.h"
@@ -16,20 +18,37 @@ namespace rill {
 namespace {
 
 // The distinct names of an op's inputs (or outputs), its sub-blocks' outside
-// accesses included, in first-seen order.
-std::vector<std::string> DistinctNames(const google::protobuf::RepeatedPtrField<proto::Slot>& slots,
-                                       const std::set<std::string>& extra) {
-  std::vector<std::string> names;
-  std::set<std::string> seen;
-  for (const auto& slot : slots) {
-    for (const auto& name : slot.vars()) {
-      if (seen.insert(name).second) names.push_back(name);
+// accesses included, in first-seen order. Pointers into the op and `extra`.
+std::vector<const std::string*> DistinctNames(
+    const google::protobuf::RepeatedPtrField<proto::Slot>& slots,
+    const std::set<std::string>& extra) {
+  std::vector<const std::string*> names;
+  std::unordered_set<std::string_view> seen;  // only for long lists
+  auto add = [&](const std::string& name) {
+    if (names.size() < 16) {
+      for (const std::string* n : names) {
+        if (*n == name) return;
+      }
+      names.push_back(&name);
+      if (names.size() == 16) {
+        for (const std::string* n : names) seen.insert(*n);
+      }
+      return;
     }
+    if (seen.insert(name).second) names.push_back(&name);
+  };
+  for (const auto& slot : slots) {
+    for (const auto& name : slot.vars()) add(name);
   }
-  for (const auto& name : extra) {
-    if (seen.insert(name).second) names.push_back(name);
-  }
+  for (const auto& name : extra) add(name);
   return names;
+}
+
+bool Contains(const std::vector<const std::string*>& names, const std::string& name) {
+  for (const std::string* n : names) {
+    if (*n == name) return true;
+  }
+  return false;
 }
 
 // Builds the replica of one block on one place, appending to the graph.
@@ -56,9 +75,8 @@ class ReplicaBuilder {
       const int id = node.id;
       const auto reads = DistinctNames(op.inputs(), sub_access[i].reads);
       const auto writes = DistinctNames(op.outputs(), sub_access[i].writes);
-      std::set<std::string> read_set(reads.begin(), reads.end());
-      for (const auto& name : reads) Read(id, name);
-      for (const auto& name : writes) Write(id, name, read_set.count(name) > 0);
+      for (const std::string* name : reads) Read(id, *name);
+      for (const std::string* name : writes) Write(id, *name, Contains(reads, *name));
     }
   }
 
@@ -70,19 +88,26 @@ class ReplicaBuilder {
 
   // A feed node for every non-persistable variable read before the block writes it.
   void AddFeedNodes(const proto::BlockDesc& block, const std::vector<BlockAccess>& sub_access) {
-    std::set<std::string> written;
-    std::set<std::string> fed;
+    std::unordered_set<std::string> written;
+    std::unordered_set<std::string> fed;
+    written.reserve(static_cast<size_t>(block.vars_size()));
+    state_.reserve(static_cast<size_t>(block.vars_size()));
+    persistable_.reserve(static_cast<size_t>(block.vars_size()));
+    graph_->ops.reserve(graph_->ops.size() + static_cast<size_t>(block.ops_size()));
+    graph_->vars.reserve(graph_->vars.size() + static_cast<size_t>(block.vars_size()));
     for (int i = 0; i < block.ops_size(); ++i) {
       const proto::OpDesc& op = block.ops(i);
-      for (const auto& name : DistinctNames(op.inputs(), sub_access[i].reads)) {
-        if (written.count(name) || fed.count(name) || Persistable(name)) continue;
-        fed.insert(name);
+      for (const std::string* name : DistinctNames(op.inputs(), sub_access[i].reads)) {
+        if (written.count(*name) || fed.count(*name) || Persistable(*name)) continue;
+        fed.insert(*name);
         OpNode& feed = NewOp(OpNodeKind::kFeed, -1, "feed");
-        const int var = NewVar(name, 0, feed.id, false);
+        const int var = NewVar(*name, 0, feed.id, false);
         graph_->ops[feed.id].outputs.push_back(var);
-        state_[name].current = var;
+        state_[*name].current = var;
       }
-      for (const auto& name : DistinctNames(op.outputs(), sub_access[i].writes)) written.insert(name);
+      for (const std::string* name : DistinctNames(op.outputs(), sub_access[i].writes)) {
+        written.insert(*name);
+      }
     }
   }
 

@@ -440,7 +440,7 @@ TEST(ValidateTest, TextParseErrorHasLineAndColumn) {
 
 TEST(ValidateTest, InferOpShapesWritesOutputs) {
   const proto::ProgramDesc program = Program(kXY, Scale("x", "y"));
-  std::map<std::string, VarInfo> vars = {{"x", {{-1, 7}, DataType::kFloat64}}};
+  VarInfoMap vars = {{"x", {{-1, 7}, DataType::kFloat64}}};
   InferOpShapes(program.blocks(0).ops(0), &vars);
   ASSERT_TRUE(vars.count("y"));
   EXPECT_EQ(vars["y"].shape, (Shape{-1, 7}));

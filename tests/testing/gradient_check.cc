@@ -44,7 +44,7 @@ void DeclareVar(proto::BlockDesc* block, const std::string& name, const Shape& s
 }
 
 // The forward op of `run` in a one-block program, outputs declared from shape inference.
-proto::ProgramDesc ForwardProgram(const OpRun& run, std::map<std::string, VarInfo>* infos) {
+proto::ProgramDesc ForwardProgram(const OpRun& run, VarInfoMap* infos) {
   proto::ProgramDesc program;
   program.set_random_seed(7);
   auto* block = program.add_blocks();
@@ -89,7 +89,7 @@ FeedList Feeds(const OpRun& run) {
 }  // namespace
 
 std::map<std::string, std::vector<Tensor>> RunOp(const OpRun& run) {
-  std::map<std::string, VarInfo> infos;
+  VarInfoMap infos;
   proto::ProgramDesc program = ForwardProgram(run, &infos);
   Scope scope;
   std::vector<std::string> fetches;
@@ -163,7 +163,7 @@ void GradientCheck::Run() {
   Loss(run_.inputs);  // fixes the output weights
 
   // Analytic gradients: forward op, then its grad ops, fed the weights as output gradients.
-  std::map<std::string, VarInfo> infos;
+  VarInfoMap infos;
   proto::ProgramDesc program = ForwardProgram(run_, &infos);
   auto* block = program.mutable_blocks(0);
   const proto::OpDesc forward = block->ops(0);

@@ -24,6 +24,8 @@ int ValidateCommand(const std::vector<std::string>& args);
 int RunCommand(const std::vector<std::string>& args);
 // rill graph FILE [--places P] [--streams S] [--stats]: the SSA graph as DOT, or its counts.
 int GraphCommand(const std::vector<std::string>& args);
+// rill bench dag ...: executor overhead per node against a sequential loop and oneTBB.
+int BenchCommand(const std::vector<std::string>& args);
 // rill train ...: trains a Fashion-MNIST classifier (tools/rill/train_command.cc).
 int TrainCommand(const std::vector<std::string>& args);
 

@@ -22,6 +22,7 @@ commands:
   graph FILE [--places cpu:N] [--streams S] [--stats]
                              the SSA graph the actor executor runs, as DOT
   train [flags]              train a Fashion-MNIST classifier
+  bench dag [flags]          executor cost per node: sequential, actor, oneTBB
   help [COMMAND]             this message, or a command's flags
 Exit status: 0 success, 1 the program or its data failed, 2 bad usage.
 )";
@@ -39,6 +40,7 @@ constexpr Entry kCommands[] = {
     {"run", RunCommand},
     {"graph", GraphCommand},
     {"train", TrainCommand},
+    {"bench", BenchCommand},
 };
 
 Command FindCommand(const std::string& name) {
