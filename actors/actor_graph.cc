@@ -86,6 +86,7 @@ void ActorGraph::Build() {
   GraphOptions options;
   options.places = places_;
   options.streams_per_place = strategy_.num_threads;
+  options.assignment = strategy_.stream_assignment;
   graph_ = BuildSsaGraph(program_, block_index_, options);
   const int streams_per_place = graph_.streams_per_place;
   for (size_t p = 0; p < places_.size(); ++p) {

@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "runtime/graph/ssa_graph.h"
+
 namespace rill {
 
 // How an op waits for a producer that ran on another stream.
@@ -29,6 +31,8 @@ struct ExecutionStrategy {
   // many are in flight. Training programs always run one at a time.
   int max_iterations_in_flight = 1;
   DependencyWait dependency_wait = DependencyWait::kEvent;
+  // How ops are spread over a place's streams (round robin: for tests).
+  StreamAssignment stream_assignment = StreamAssignment::kCostModel;
   // An iteration with no op finishing for this long is reported; when no op is
   // running either, it fails with a timeout. 0 disables the watchdog.
   std::chrono::milliseconds watchdog_timeout{60000};

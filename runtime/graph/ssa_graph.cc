@@ -258,7 +258,11 @@ SsaGraph BuildSsaGraph(const proto::ProgramDesc& program, int block_index,
   }
   // Successors were appended in increasing op id order: already sorted and unique.
   EstimateOpCosts(program, block_index, vars, options.batch_hint, &graph);
-  AssignStreams(&graph);
+  if (options.assignment == StreamAssignment::kRoundRobin) {
+    for (OpNode& op : graph.ops) op.stream = op.id % graph.streams_per_place;
+  } else {
+    AssignStreams(&graph);
+  }
   return graph;
 }
 

@@ -56,11 +56,18 @@ struct OpNode {
   std::vector<int> successors;    // op node ids waiting for this op, sorted, unique
 };
 
+// How ops are spread over the streams of a place.
+enum class StreamAssignment {
+  kCostModel,   // list scheduling over estimated costs (stream_assignment.h)
+  kRoundRobin,  // op i on stream i % streams: the most cross-stream traffic, for tests
+};
+
 struct GraphOptions {
   // One replica of the block per place.
   std::vector<Place> places = {Place::Cpu()};
   // Streams each place runs ops on (CPU: the number of ops that may run at once).
   int streams_per_place = 1;
+  StreamAssignment assignment = StreamAssignment::kCostModel;
   // Size assumed for unknown (-1) dims when estimating op costs.
   int64_t batch_hint = 64;
 };
