@@ -254,6 +254,7 @@ void ActorGraph::SpawnActors() {
     }));
   }
   if (strategy_.watchdog_timeout.count() <= 0) return;
+  watchdog_last_change_ = Clock::now();
   const auto period = std::max(std::chrono::milliseconds(1), strategy_.watchdog_timeout / 4);
   watchdog_ = system.spawn([weak, period](caf::event_based_actor* self) -> caf::behavior {
     self->delayed_send(self, period, tick_atom::value);
@@ -324,21 +325,15 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
   }
   Slot& slot = *picked;
   try {
-    ResetSlot(slot);
+    // Everything that can fail comes before the slot is reset for this iteration.
     for (const auto& [name, tensor] : feeds) {
-      auto it = feed_index_.find(name);
-      if (it != feed_index_.end()) {
-        slot.feed_values[it->second] = tensor;
-        slot.feed_given[it->second] = 1;
-        continue;
-      }
-      // Not read before written: the reference executor would just overwrite it.
-      RILL_CHECK(slots_.size() == 1, kInvalidArgument, "feed \"", name,
+      RILL_CHECK(feed_index_.count(name) || slots_.size() == 1, kInvalidArgument, "feed \"", name,
                  "\" is not an input of the program (written before it is read)");
-      slot.scope->Var(name)->mutable_tensor()->ShareDataWith(tensor);
     }
     for (size_t i = 0; i < feed_names_.size(); ++i) {
-      if (slot.feed_given[i] || slot.feed_vars[i]->tensor().initialized()) continue;
+      bool given = false;
+      for (const auto& feed : feeds) given |= feed.first == feed_names_[i];
+      if (given || slot.feed_vars[i]->tensor().initialized()) continue;
       const OpNode* reader = nullptr;
       for (const OpNode& op : graph_.ops) {
         if (op.kind == OpNodeKind::kFeed && graph_.vars[op.outputs[0]].name == feed_names_[i]) {
@@ -351,22 +346,31 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
            block_index_, ", op ", reader ? reader->op_index : -1, " (",
            reader ? reader->type : "?", ") reads it and nothing before writes it");
     }
-    for (const auto& name : fetches) {
-      auto it = releasable_index_.find(name);
-      if (it != releasable_index_.end()) slot.keep[it->second] = 1;
-    }
   } catch (...) {
-    for (auto& value : slot.feed_values) value = Tensor();
-    std::fill(slot.feed_given.begin(), slot.feed_given.end(), 0);
-    std::fill(slot.keep.begin(), slot.keep.end(), 0);
     slot.busy.store(false, std::memory_order_release);
     free_slots_.release();
     throw;
   }
+  ResetSlot(slot);
+  for (const auto& [name, tensor] : feeds) {
+    auto it = feed_index_.find(name);
+    if (it != feed_index_.end()) {
+      slot.feed_values[it->second] = tensor;
+      slot.feed_given[it->second] = 1;
+    } else {
+      // Not read before written (checked above: one slot): the reference
+      // executor would bind it all the same.
+      slot.scope->Var(name)->mutable_tensor()->ShareDataWith(tensor);
+    }
+  }
+  for (const auto& name : fetches) {
+    auto it = releasable_index_.find(name);
+    if (it != releasable_index_.end()) slot.keep[it->second] = 1;
+  }
   slot.fetches = fetches;
   slot.promise = std::promise<std::vector<Tensor>>();
   *future = slot.promise.get_future();
-  slot.started = Clock::now();
+  slot.started_ns.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
   in_flight_.fetch_add(1, std::memory_order_acq_rel);
   return slot;
 }
@@ -681,7 +685,14 @@ void ActorGraph::WatchdogTick() {
     watchdog_reported_ = false;
     return;
   }
-  const auto stalled = std::chrono::duration_cast<std::chrono::milliseconds>(now - watchdog_last_change_);
+  auto since = watchdog_last_change_;
+  for (const auto& slot : slots_) {
+    if (!slot->busy.load(std::memory_order_acquire)) continue;
+    const Clock::time_point started(
+        Clock::duration(slot->started_ns.load(std::memory_order_acquire)));
+    since = std::max(since, started);
+  }
+  const auto stalled = std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
   if (stalled < strategy_.watchdog_timeout) return;
   auto emit = [this](const std::string& text) {
     if (strategy_.on_watchdog_report) {
@@ -719,14 +730,22 @@ void ActorGraph::WatchdogTick() {
   watchdog_last_change_ = now;
 }
 
-void ActorGraph::WithholdFeedForTesting(const std::string& name) { withheld_feeds_.push_back(name); }
+void ActorGraph::WithholdFeedsForTesting(const std::vector<std::string>& names) {
+  withheld_feeds_ = names;
+}
 
 // -- shutdown --------------------------------------------------------------------
 
 void ActorGraph::Shutdown() {
   if (shut_down_.exchange(true)) return;
   for (auto& slot : slots_) {
-    if (slot->busy.load(std::memory_order_acquire)) slot->cancelled.store(true);
+    if (!slot->busy.load(std::memory_order_acquire)) continue;
+    std::lock_guard<std::mutex> lock(slot->error_mutex);
+    if (!slot->error) {
+      slot->error = std::make_exception_ptr(
+          Error(ErrorCode::kInvalidArgument, "iteration cancelled: the executor was shut down"));
+    }
+    slot->cancelled.store(true);
   }
   // Cancelled iterations skip their kernels and finish quickly; one that cannot
   // finish (an input that never comes) is aborted once nothing runs or waits in a queue.

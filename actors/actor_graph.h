@@ -76,8 +76,9 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // The watchdog's periodic look at the iterations in flight.
   void WatchdogTick();
 
-  // Test hook: feed nodes of these variables never run, as if their producer were lost.
-  void WithholdFeedForTesting(const std::string& name);
+  // Test hook: feed nodes of these variables never run, as if their producer
+  // were lost; an empty list delivers every feed again.
+  void WithholdFeedsForTesting(const std::vector<std::string>& names);
 
  private:
   // What the hot path does not need of an op node (that is in its Task).
@@ -117,7 +118,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::promise<std::vector<Tensor>> promise;
     std::mutex error_mutex;
     std::exception_ptr error;     // guarded by error_mutex
-    std::chrono::steady_clock::time_point started;
+    std::atomic<int64_t> started_ns{0};  // steady clock, when the iteration began
   };
 
   ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int block_index,

@@ -33,8 +33,8 @@ const ExecutionStrategy& ParallelExecutor::strategy() const { return graph_->str
 
 int ParallelExecutor::max_iterations_in_flight() const { return graph_->max_iterations_in_flight(); }
 
-void ParallelExecutor::WithholdFeedForTesting(const std::string& name) {
-  graph_->WithholdFeedForTesting(name);
+void ParallelExecutor::WithholdFeedsForTesting(const std::vector<std::string>& names) {
+  graph_->WithholdFeedsForTesting(names);
 }
 
 }  // namespace rill

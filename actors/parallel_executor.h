@@ -60,8 +60,9 @@ class ParallelExecutor {
   int max_iterations_in_flight() const;
   Runtime& runtime() { return *runtime_; }
 
-  // Test hook: the feed of `name` is never delivered, as if its producer died.
-  void WithholdFeedForTesting(const std::string& name);
+  // Test hook: these feeds are never delivered, as if their producer died
+  // (the watchdog then reports the waiting ops); {} delivers all again.
+  void WithholdFeedsForTesting(const std::vector<std::string>& names);
 
  private:
   std::shared_ptr<Runtime> runtime_;  // declared first: destroyed after the graph

@@ -4,10 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "runtime/builder.h"
 #include "runtime/executor.h"
+#include "runtime/kernel_context.h"
+#include "runtime/op_registry.h"
 #include "runtime/optimizer.h"
 #include "tests/testing/gradient_check.h"
 
@@ -63,6 +68,223 @@ TEST(ParallelExecutorTest, MlpTrainingMatchesReferenceBitForBit) {
                                              << want[0].GetAsDouble(0) << " vs " << got[0].GetAsDouble(0);
       EXPECT_TRUE(BitEqual(want[1], got[1])) << "fc_0.w at step " << s;
     }
+  }
+}
+
+}  // namespace
+}  // namespace rill
+
+// -- errors ------------------------------------------------------------------------
+
+namespace rill {
+namespace {
+
+// Out = X, but fails when X[0] is negative, and sleeps sleep_ms first.
+void CheckedCopyKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const int sleep_ms = ctx.Attr<int>("sleep_ms");
+  if (sleep_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+  RILL_CHECK(x.data<float>()[0] >= 0, kInvalidArgument, "X[0] is negative: ", x.data<float>()[0]);
+  ctx.Output("Out")->CopyFrom(x);
+}
+
+RILL_REGISTER_OP(test_checked_copy, OpSchema("test_checked_copy")
+                                        .Doc("Out = X; fails when X[0] < 0.")
+                                        .Input("X", "input")
+                                        .Output("Out", "copy of X")
+                                        .Attr("sleep_ms", 0, "sleep first", AtLeast(0))
+                                        .InferShape(SameShapeAs("X", "Out"))
+                                        .CpuKernel(CheckedCopyKernel));
+
+// x -> scale -> test_checked_copy -> relu -> y; plus an independent branch z = tanh(x).
+struct Pipeline {
+  Program main, startup;
+  Var x, y, z;
+};
+
+void BuildPipeline(Pipeline* p, int sleep_ms = 0) {
+  Builder b(&p->main, &p->startup, 1);
+  p->x = b.Data("x", {-1, 3});
+  Var s = b.Scale(p->x, 2.0f);
+  Var c = b.AppendOp("test_checked_copy", {{"X", {s}}}, {{"Out", 1}},
+                     [&](proto::OpDesc* op) { SetAttr(op, "sleep_ms", sleep_ms); })[0];
+  p->y = b.Relu(c);
+  p->z = b.Tanh(p->x);
+}
+
+Tensor Row(float first) { return testing::MakeTensor<float>({1, 3}, {first, 1, 2}); }
+
+TEST(ParallelExecutorErrorTest, ThrowingKernelFailsTheIterationAndTheNextRunWorks) {
+  Pipeline p;
+  BuildPipeline(&p);
+  Scope scope;
+  ExecutionStrategy strategy;
+  strategy.num_threads = 2;
+  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope, strategy);
+  try {
+    exe.Run({{"x", Row(-1)}}, {p.y.name});
+    FAIL() << "expected the kernel's error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_NE(what.find("block 0, op 1 (test_checked_copy)"), std::string::npos) << what;
+    EXPECT_NE(what.find("on cpu"), std::string::npos) << what;
+    EXPECT_NE(what.find("X[0] is negative"), std::string::npos) << what;
+  }
+  auto out = exe.Run({{"x", Row(3)}}, {p.y.name, p.z.name});
+  EXPECT_EQ(testing::ToDoubles(out[0]), (std::vector<double>{6, 2, 4}));
+}
+
+TEST(ParallelExecutorErrorTest, MissingFeedNamesTheFeedAndItsReader) {
+  Pipeline p;
+  BuildPipeline(&p);
+  Scope scope;
+  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope);
+  try {
+    exe.Run({}, {p.y.name});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("feed \"x\" is missing"), std::string::npos) << what;
+    EXPECT_NE(what.find("op 0 (scale)"), std::string::npos) << what;
+  }
+  EXPECT_EQ(testing::ToDoubles(exe.Run({{"x", Row(1)}}, {p.y.name})[0]),
+            (std::vector<double>{2, 2, 4}));
+}
+
+TEST(ParallelExecutorErrorTest, WrongFeedShapeTypeOrNameIsRejectedBeforeRunning) {
+  Pipeline p;
+  BuildPipeline(&p);
+  Scope scope;
+  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope);
+  auto expect_error = [&](const FeedList& feeds, const std::vector<std::string>& fetches,
+                          const std::string& part) {
+    try {
+      exe.Run(feeds, fetches);
+      ADD_FAILURE() << "expected an error mentioning " << part;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  expect_error({{"x", testing::MakeTensor<float>({1, 4}, {1, 2, 3, 4})}}, {p.y.name},
+               "has shape [1, 4] but the variable is declared [-1, 3]");
+  expect_error({{"x", testing::MakeTensor<double>({1, 3}, {1, 2, 3})}}, {p.y.name}, "float64");
+  expect_error({{"nope", Row(1)}}, {p.y.name}, "feed \"nope\" is not a variable");
+  expect_error({{"x", Row(1)}}, {"nope"}, "fetch \"nope\" is not a variable");
+  EXPECT_EQ(exe.Run({{"x", Row(1)}}, {p.y.name}).size(), 1u);
+}
+
+TEST(ParallelExecutorErrorTest, DestroyingTheExecutorMidRunIsSafe) {
+  Pipeline p;
+  BuildPipeline(&p, /*sleep_ms=*/100);
+  Scope scope;
+  std::future<std::vector<Tensor>> future;
+  {
+    ExecutionStrategy strategy;
+    strategy.num_threads = 2;
+    ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope, strategy);
+    future = exe.RunAsync({{"x", Row(1)}}, {p.y.name});
+  }  // destroyed while test_checked_copy sleeps
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  try {
+    future.get();  // the iteration either finished or was cancelled: both are fine
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shut down"), std::string::npos) << e.what();
+  }
+  // The process stays healthy: a new executor on the same scope works.
+  ParallelExecutor again(p.main.desc(), {Place::Cpu()}, &scope);
+  EXPECT_EQ(testing::ToDoubles(again.Run({{"x", Row(2)}}, {p.y.name})[0]),
+            (std::vector<double>{4, 2, 4}));
+}
+
+TEST(ParallelExecutorErrorTest, WatchdogReportsTheWaitingOpAndRunTimesOut) {
+  Pipeline p;
+  BuildPipeline(&p);
+  Scope scope;
+  ExecutionStrategy strategy;
+  strategy.watchdog_timeout = std::chrono::milliseconds(200);
+  std::mutex mutex;
+  std::string report;
+  strategy.on_watchdog_report = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    report += text;
+  };
+  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope, strategy);
+  exe.WithholdFeedsForTesting({"x"});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    exe.Run({{"x", Row(1)}}, {p.y.name});
+    FAIL() << "expected a timeout";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kTimeout);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("block 0, op 0 (scale)"), std::string::npos) << what;
+    EXPECT_NE(what.find("input \"x\" from feed \"x\""), std::string::npos) << what;
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_NE(report.find("op 0 (scale)"), std::string::npos) << report;
+  }
+  exe.WithholdFeedsForTesting({});
+  EXPECT_EQ(testing::ToDoubles(exe.Run({{"x", Row(1)}}, {p.y.name})[0]),
+            (std::vector<double>{2, 2, 4}));
+}
+
+TEST(ParallelExecutorErrorTest, WatchdogCallsASlowKernelSlowNotStuck) {
+  Pipeline p;
+  BuildPipeline(&p, /*sleep_ms=*/400);
+  Scope scope;
+  ExecutionStrategy strategy;
+  strategy.watchdog_timeout = std::chrono::milliseconds(100);
+  std::mutex mutex;
+  std::string report;
+  strategy.on_watchdog_report = [&](const std::string& text) {
+    std::lock_guard<std::mutex> lock(mutex);
+    report += text;
+  };
+  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope, strategy);
+  EXPECT_EQ(testing::ToDoubles(exe.Run({{"x", Row(1)}}, {p.y.name})[0]),
+            (std::vector<double>{2, 2, 4}));
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_NE(report.find("running now"), std::string::npos) << report;
+  EXPECT_NE(report.find("test_checked_copy"), std::string::npos) << report;
+}
+
+// -- iterations in flight ----------------------------------------------------------
+
+TEST(ParallelExecutorTest, InferenceRunsSeveralIterationsInFlightTrainingOne) {
+  Mlp m;
+  BuildMlp(&m);
+  ExecutionStrategy strategy;
+  strategy.num_threads = 2;
+  strategy.max_iterations_in_flight = 4;
+  Scope scope;
+  Executor().Run(m.startup.desc(), &scope);
+  ParallelExecutor training(m.main.desc(), {Place::Cpu()}, &scope, strategy);
+  EXPECT_EQ(training.max_iterations_in_flight(), 1);
+
+  // Forward only: no persistable is written, so iterations may overlap.
+  Program inference, inference_startup;
+  Builder b(&inference, &inference_startup, 7);
+  Var x = b.Data("x", {-1, 12});
+  Var h = b.Fc(b.Fc(x, 16, Activation::kRelu), 4, Activation::kSoftmax);
+  Scope inference_scope, ref_scope;
+  Executor reference;
+  reference.Run(inference_startup.desc(), &inference_scope);
+  reference.Run(inference_startup.desc(), &ref_scope);
+  ParallelExecutor exe(inference.desc(), {Place::Cpu()}, &inference_scope, strategy);
+  EXPECT_EQ(exe.max_iterations_in_flight(), 4);
+  std::vector<std::future<std::vector<Tensor>>> futures;
+  std::vector<Tensor> inputs;
+  for (int i = 0; i < 24; ++i) {
+    inputs.push_back(RandomTensor({5, 12}, 300 + i, -1, 1, DataType::kFloat32));
+    futures.push_back(exe.RunAsync({{"x", inputs.back()}}, {h.name}));
+  }
+  for (int i = 0; i < 24; ++i) {
+    const auto want = reference.Run(inference.desc(), &ref_scope, {{"x", inputs[i]}}, {h.name});
+    const auto got = futures[i].get();
+    EXPECT_TRUE(BitEqual(want[0], got[0])) << "request " << i;
   }
 }
 
