@@ -156,6 +156,24 @@ OpSchema& OpSchema::DefaultGrad() {
   return *this;
 }
 
+OpSchema& OpSchema::DefaultGradPerInput() {
+  DefaultGrad();
+  GradMakerFn whole = std::move(grad_maker_);
+  grad_maker_ = [whole](const proto::OpDesc& fwd) {
+    std::vector<proto::OpDesc> split;
+    for (const proto::OpDesc& grad : whole(fwd)) {
+      for (int k = 0; k < grad.outputs_size(); ++k) {
+        proto::OpDesc one = grad;
+        one.clear_outputs();
+        *one.add_outputs() = grad.outputs(k);
+        split.push_back(std::move(one));
+      }
+    }
+    return split;
+  };
+  return *this;
+}
+
 static const SlotSpec* FindSlot(const std::vector<SlotSpec>& slots, const std::string& name) {
   for (const auto& s : slots) {
     if (s.name == name) return &s;

@@ -90,6 +90,10 @@ class OpSchema {
   // The common gradient: one op "<type>_grad" taking every forward input and
   // output and each output's gradient, producing each differentiable input's gradient.
   OpSchema& DefaultGrad();
+  // Like DefaultGrad, but one "<type>_grad" op per differentiable input, each
+  // computing only that input's gradient: gradients of different inputs (a
+  // convolution's input and filter) can then run at the same time.
+  OpSchema& DefaultGradPerInput();
 
   // -- queries ---------------------------------------------------------------
   const std::string& type() const { return type_; }

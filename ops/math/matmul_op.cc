@@ -159,10 +159,12 @@ std::vector<proto::OpDesc> MatmulGrad(const proto::OpDesc& fwd) {
   SetInput(&grad, "X", {x});
   SetInput(&grad, "Y", {y});
   SetInput(&grad, "Out@GRAD", {GradVarName(OutputVar(fwd, "Out"))});
-  SetOutput(&grad, "X@GRAD", {GradVarName(x)});
-  SetOutput(&grad, "Y@GRAD", {GradVarName(y)});
   *grad.mutable_attrs() = fwd.attrs();
-  return {grad};
+  // One op per gradient, so that X@GRAD and Y@GRAD can be computed at once.
+  proto::OpDesc dx = grad;
+  SetOutput(&dx, "X@GRAD", {GradVarName(x)});
+  SetOutput(&grad, "Y@GRAD", {GradVarName(y)});
+  return {dx, grad};
 }
 
 OpSchema WithMatmulAttrs(OpSchema schema) {

@@ -251,7 +251,7 @@ RILL_REGISTER_OP(
                               "(kh - 1) - 1) / stride_h + 1, Wo likewise"))
         .InferShape(InferConv2dShape)
         .CpuKernel(Conv2dKernel)
-        .DefaultGrad());
+        .DefaultGradPerInput());
 
 RILL_REGISTER_OP(conv2d_grad,
                  WithConvAttrs(OpSchema("conv2d_grad")
