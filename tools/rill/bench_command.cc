@@ -1,9 +1,6 @@
 // rill bench dag: per-node cost of running graphs of tiny ops through a plain
 // sequential loop (the reference executor), the actor executor and oneTBB's
 // flow graph, all calling the same kernels, in one process.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,6 +12,7 @@
 #include "actors/parallel_executor.h"
 #include "ops/math/blas.h"
 #include "runtime/executor.h"
+#include "tools/bench/in_child.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/dag_programs.h"
 #include "tools/rill/flags.h"
@@ -71,45 +69,15 @@ struct DagResult {
   double tbb_ns = 0;
 };
 
-// One runner's median ns per node and the value of the last node, measured in
-// a child process: every runner starts from the same, unfragmented heap (with
-// 100k-op graphs, where kernel contexts land in memory decides much of the
-// per-node cost), and no runner's threads or caches linger into the next.
+// One runner's median ns per node and the value of the last node. Each is
+// measured in a child process (bench::InChild): with 100k-op graphs, where
+// kernel contexts land in memory decides much of the per-node cost, so every
+// runner starts from the same, unfragmented heap.
 struct Measurement {
   double ns_per_node = 0;
   double output = 0;
   double build_ms = 0;
 };
-
-template <class F>
-Measurement InChild(F measure) {
-  int fds[2];
-  RILL_CHECK(pipe(fds) == 0, kIo, "pipe failed");
-  const pid_t pid = fork();
-  RILL_CHECK(pid >= 0, kIo, "fork failed");
-  if (pid == 0) {
-    close(fds[0]);
-    Measurement m{};
-    int status = 0;
-    try {
-      m = measure();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "rill bench dag: %s\n", e.what());
-      status = 1;
-    }
-    const ssize_t written = write(fds[1], &m, sizeof(m));
-    _exit(status != 0 || written != static_cast<ssize_t>(sizeof(m)) ? 1 : 0);
-  }
-  close(fds[1]);
-  Measurement m{};
-  const ssize_t got = read(fds[0], &m, sizeof(m));
-  close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  RILL_CHECK(got == static_cast<ssize_t>(sizeof(m)) && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-             kInternal, "a benchmark child process failed");
-  return m;
-}
 
 DagResult MeasureDag(const std::string& shape, int64_t nodes, int threads, int repeat) {
   DagResult r{shape, nodes, threads};
@@ -117,7 +85,7 @@ DagResult MeasureDag(const std::string& shape, int64_t nodes, int threads, int r
   const std::string out = DagOutputName(program);
   const double n = static_cast<double>(nodes);
 
-  const Measurement seq = InChild([&] {
+  const Measurement seq = bench::InChild([&] {
     Scope scope;
     Executor exe;
     auto prepared = exe.Prepare(program, &scope);
@@ -126,7 +94,7 @@ DagResult MeasureDag(const std::string& shape, int64_t nodes, int threads, int r
     m.output = scope.GetTensor(out).GetAsDouble(0);
     return m;
   });
-  const Measurement actor = InChild([&] {
+  const Measurement actor = bench::InChild([&] {
     Scope scope;
     ExecutionStrategy strategy;
     strategy.num_threads = threads;
@@ -139,7 +107,7 @@ DagResult MeasureDag(const std::string& shape, int64_t nodes, int threads, int r
     m.output = scope.GetTensor(out).GetAsDouble(0);
     return m;
   });
-  const Measurement tbb = InChild([&] {
+  const Measurement tbb = bench::InChild([&] {
     const auto predecessors = DagPredecessors(program);
     Scope scope;
     Executor exe;
