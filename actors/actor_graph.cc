@@ -342,9 +342,9 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
           break;
         }
       }
-      Fail(ErrorCode::kInvalidArgument, "feed \"", feed_names_[i], "\" is missing: block ",
-           block_index_, ", op ", reader ? reader->op_index : -1, " (",
-           reader ? reader->type : "?", ") reads it and nothing before writes it");
+      Fail(ErrorCode::kInvalidArgument, "block ", block_index_, ", op ",
+           reader ? reader->op_index : -1, " (", reader ? reader->type : "?", "): feed \"",
+           feed_names_[i], "\" is missing (the op reads it and nothing before writes it)");
     }
   } catch (...) {
     slot.busy.store(false, std::memory_order_release);

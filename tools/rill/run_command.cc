@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "actors/parallel_executor.h"
 #include "runtime/executor.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/io/npy.h"
@@ -22,9 +23,10 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: rill run MAIN [--startup FILE] [--checkpoint FILE]
                 [--feed NAME=FILE.npy ...] [--fetch NAME ...] [--out DIR]
+                [--executor actor|sequential] [--threads N]
   Runs the STARTUP program once (initialising parameters), restores the
   persistable variables of MAIN from a checkpoint if given, then runs MAIN
-  once with the reference executor. Each fetched variable is written to
+  once with the actor executor (or the sequential reference executor). Each fetched variable is written to
   DIR/NAME.npy (characters other than letters, digits and . _ @ - become _)
   and printed with its type, shape and first values.
   --startup FILE          program to run first, in the same scope
@@ -33,6 +35,8 @@ constexpr const char* kUsage = R"(usage: rill run MAIN [--startup FILE] [--check
   --fetch NAME            variable to fetch after the run (repeatable)
   --out DIR               where fetched .npy files go (default: current directory;
                           created if missing)
+  --executor actor|sequential   which executor runs MAIN (default actor)
+  --threads N             threads of the actor executor (default: the machine's cores)
 )";
 
 constexpr int kValuesShown = 6;
@@ -89,6 +93,10 @@ int RunCommand(const std::vector<std::string>& args) {
   flags.StringList("--feed", &feed_args);
   flags.StringList("--fetch", &fetches);
   flags.String("--out", &out_dir);
+  std::string executor_name = "actor";
+  int threads = 0;
+  flags.String("--executor", &executor_name);
+  flags.Int("--threads", &threads);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
 
   std::vector<std::pair<std::string, std::string>> feed_files;
@@ -105,6 +113,10 @@ int RunCommand(const std::vector<std::string>& args) {
     feed_files.emplace_back(name, feed.substr(eq + 1));
   }
   if (out_dir.empty()) return flags.UsageError("--out needs a directory");
+  if (executor_name != "actor" && executor_name != "sequential") {
+    return flags.UsageError("--executor must be actor or sequential");
+  }
+  if (threads < 0) return flags.UsageError("--threads must be >= 0");
 
   const std::string& main_path = files[0];
   const proto::ProgramDesc main = LoadProgram(main_path);
@@ -117,8 +129,13 @@ int RunCommand(const std::vector<std::string>& args) {
   if (!checkpoint_path.empty()) LoadCheckpoint(main, &scope, checkpoint_path);
   FeedList feeds;
   for (const auto& [name, path] : feed_files) feeds.emplace_back(name, ReadNpy(path));
-  const std::vector<Tensor> results =
-      InFile(main_path, [&] { return executor.Run(main, &scope, feeds, fetches); });
+  const std::vector<Tensor> results = InFile(main_path, [&] {
+    if (executor_name == "sequential") return executor.Run(main, &scope, feeds, fetches);
+    ExecutionStrategy strategy;
+    strategy.num_threads = threads;
+    ParallelExecutor actors(main, {Place::Cpu()}, &scope, strategy);
+    return actors.Run(feeds, fetches);
+  });
 
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
