@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "ops/math/binary_grad.h"
 #include "runtime/error.h"
 #include "runtime/op_desc.h"
 
@@ -52,23 +53,6 @@ void InferElementwiseGradShape(ShapeContext& ctx) {
   ctx.SetOutput("Y@GRAD", y, ctx.InputType("Y"));
 }
 
-// The gradient op reads X, Y and Out@GRAD; not Out, so Out can be freed early.
-GradMakerFn ElementwiseGradMaker(const std::string& type) {
-  return [type](const proto::OpDesc& fwd) {
-    proto::OpDesc grad;
-    grad.set_type(type + "_grad");
-    const std::string x = InputVar(fwd, "X");
-    const std::string y = InputVar(fwd, "Y");
-    SetInput(&grad, "X", {x});
-    SetInput(&grad, "Y", {y});
-    SetInput(&grad, "Out@GRAD", {GradVarName(OutputVar(fwd, "Out"))});
-    SetOutput(&grad, "X@GRAD", {GradVarName(x)});
-    SetOutput(&grad, "Y@GRAD", {GradVarName(y)});
-    *grad.mutable_attrs() = fwd.attrs();
-    return std::vector<proto::OpDesc>{grad};
-  };
-}
-
 }  // namespace
 
 BroadcastSplit SplitForBroadcast(const Shape& x, const Shape& y, int axis) {
@@ -109,7 +93,7 @@ OpSchema ElementwiseSchema(const std::string& type, const std::string& formula, 
             AtLeast(-1))
       .InferShape(InferElementwiseShape)
       .CpuKernel(std::move(kernel))
-      .Grad(ElementwiseGradMaker(type));
+      .Grad(BinaryGradMaker(type + "_grad", /*one_op_per_input=*/false));
 }
 
 OpSchema ElementwiseGradSchema(const std::string& type, const std::string& formula,

@@ -3,6 +3,7 @@
 // Y with a rank-3 X is shared by every matrix of the batch.
 #include <vector>
 
+#include "ops/math/binary_grad.h"
 #include "ops/math/blas.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
@@ -151,22 +152,6 @@ void MatmulGradShape(ShapeContext& ctx) {
   ctx.SetOutput("Y@GRAD", ctx.InputShape("Y"), ctx.InputType("Y"));
 }
 
-std::vector<proto::OpDesc> MatmulGrad(const proto::OpDesc& fwd) {
-  proto::OpDesc grad;
-  grad.set_type("matmul_grad");
-  const std::string x = InputVar(fwd, "X");
-  const std::string y = InputVar(fwd, "Y");
-  SetInput(&grad, "X", {x});
-  SetInput(&grad, "Y", {y});
-  SetInput(&grad, "Out@GRAD", {GradVarName(OutputVar(fwd, "Out"))});
-  *grad.mutable_attrs() = fwd.attrs();
-  // One op per gradient, so that X@GRAD and Y@GRAD can be computed at once.
-  proto::OpDesc dx = grad;
-  SetOutput(&dx, "X@GRAD", {GradVarName(x)});
-  SetOutput(&grad, "Y@GRAD", {GradVarName(y)});
-  return {dx, grad};
-}
-
 OpSchema WithMatmulAttrs(OpSchema schema) {
   schema.Attr("transpose_X", false, "use X^T (the last two dims swapped)")
       .Attr("transpose_Y", false, "use Y^T (the last two dims swapped)")
@@ -184,7 +169,7 @@ RILL_REGISTER_OP(matmul, WithMatmulAttrs(OpSchema("matmul")
                                              .Output("Out", "[M, N] or [B, M, N]"))
                              .InferShape(MatmulShape)
                              .CpuKernel(MatmulKernel)
-                             .Grad(MatmulGrad));
+                             .Grad(BinaryGradMaker("matmul_grad", /*one_op_per_input=*/true)));
 
 RILL_REGISTER_OP(matmul_grad,
                  WithMatmulAttrs(OpSchema("matmul_grad")

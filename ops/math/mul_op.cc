@@ -3,6 +3,7 @@
 // [prod(Y.dims[:y_num_col_dims]), rest]; Out = X.dims[:x] + Y.dims[y:].
 #include <vector>
 
+#include "ops/math/binary_grad.h"
 #include "ops/math/blas.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
@@ -142,22 +143,6 @@ void MulGradShape(ShapeContext& ctx) {
   ctx.SetOutput("Y@GRAD", ctx.InputShape("Y"), ctx.InputType("Y"));
 }
 
-std::vector<proto::OpDesc> MulGrad(const proto::OpDesc& fwd) {
-  proto::OpDesc grad;
-  grad.set_type("mul_grad");
-  const std::string x = InputVar(fwd, "X");
-  const std::string y = InputVar(fwd, "Y");
-  SetInput(&grad, "X", {x});
-  SetInput(&grad, "Y", {y});
-  SetInput(&grad, "Out@GRAD", {GradVarName(OutputVar(fwd, "Out"))});
-  *grad.mutable_attrs() = fwd.attrs();
-  // One op per gradient, so that X@GRAD and Y@GRAD can be computed at once.
-  proto::OpDesc dx = grad;
-  SetOutput(&dx, "X@GRAD", {GradVarName(x)});
-  SetOutput(&grad, "Y@GRAD", {GradVarName(y)});
-  return {dx, grad};
-}
-
 OpSchema WithFlattenAttrs(OpSchema schema) {
   schema.Attr("x_num_col_dims", 1, "X is flattened to 2-D before this dim", AtLeast(1))
       .Attr("y_num_col_dims", 1, "Y is flattened to 2-D before this dim", AtLeast(1));
@@ -175,7 +160,7 @@ RILL_REGISTER_OP(mul, WithFlattenAttrs(OpSchema("mul")
                                                           "Y.dims[y_num_col_dims:]"))
                           .InferShape(MulShape)
                           .CpuKernel(MulKernel)
-                          .Grad(MulGrad));
+                          .Grad(BinaryGradMaker("mul_grad", /*one_op_per_input=*/true)));
 
 RILL_REGISTER_OP(mul_grad,
                  WithFlattenAttrs(OpSchema("mul_grad")

@@ -1,49 +1,19 @@
 // squared_l2_norm: Out [1] = the sum of X's squared elements (gradient
 // clipping by global norm sums these over every gradient).
-#include "runtime/kernel_context.h"
+#include "ops/math/reduce_to_one.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
 
 void SquaredL2NormKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    const int64_t n = x.numel();
-    T sum = 0;
-    for (int64_t i = 0; i < n; ++i) sum += in[i] * in[i];
-    out->Allocate<T>({1})[0] = sum;
-  });
+  ReduceToOneForward(
+      ctx, [](auto x) { return x * x; }, [](auto sum, int64_t) { return sum; });
 }
 
-void SquaredL2NormShape(ShapeContext& ctx) { ctx.SetOutput("Out", {1}, ctx.InputType("X")); }
-
-// X@GRAD = 2 X Out@GRAD[0].
+// X@GRAD = 2 X Out@GRAD.
 void SquaredL2NormGradKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const bool has_dout = ctx.InputReady("Out@GRAD");
-  Tensor* dx_t = ctx.Output("X@GRAD");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    T g = 0;
-    if (has_dout) {
-      const Tensor& dout = ctx.Input("Out@GRAD");
-      RILL_CHECK(dout.numel() == 1, kInvalidArgument, "Out@GRAD must hold one element, is ",
-                 dout.Describe());
-      g = 2 * dout.data<T>()[0];
-    }
-    const T* in = x.data<T>();
-    const Shape shape = x.shape();
-    T* dx = dx_t->Allocate<T>(shape);
-    const int64_t n = x.numel();
-    for (int64_t i = 0; i < n; ++i) dx[i] = g * in[i];
-  });
-}
-
-void SquaredL2NormGradShape(ShapeContext& ctx) {
-  ctx.SetOutput("X@GRAD", ctx.InputShape("X"), ctx.InputType("X"));
+  ReduceToOneBackward(ctx, [](auto x, auto dout, int64_t) { return 2 * dout * x; });
 }
 
 }  // namespace
@@ -52,7 +22,7 @@ RILL_REGISTER_OP(squared_l2_norm, OpSchema("squared_l2_norm")
                                       .Doc("Out [1] = sum of X's elements squared.")
                                       .Input("X", "input tensor")
                                       .Output("Out", "[1], X's type")
-                                      .InferShape(SquaredL2NormShape)
+                                      .InferShape(ReduceToOneShape)
                                       .CpuKernel(SquaredL2NormKernel)
                                       .DefaultGrad());
 
@@ -63,7 +33,7 @@ RILL_REGISTER_OP(squared_l2_norm_grad,
                      .Input("Out", "the forward Out (unused)", kOptional)
                      .Input("Out@GRAD", "gradient of Out; absent means zero", kOptional)
                      .Output("X@GRAD", "gradient of X", kOptional)
-                     .InferShape(SquaredL2NormGradShape)
+                     .InferShape(ReduceToOneGradShape)
                      .CpuKernel(SquaredL2NormGradKernel));
 
 }  // namespace rill

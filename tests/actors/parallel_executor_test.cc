@@ -114,6 +114,27 @@ void BuildPipeline(Pipeline* p, int sleep_ms = 0) {
 
 Tensor Row(float first) { return testing::MakeTensor<float>({1, 3}, {first, 1, 2}); }
 
+// Collects watchdog reports from the executor's threads.
+struct ReportLog {
+  std::mutex mutex;
+  std::string text;
+
+  // A strategy whose watchdog looks every timeout / 4 and reports here.
+  ExecutionStrategy Strategy(std::chrono::milliseconds timeout) {
+    ExecutionStrategy strategy;
+    strategy.watchdog_timeout = timeout;
+    strategy.on_watchdog_report = [this](const std::string& report) {
+      std::lock_guard<std::mutex> lock(mutex);
+      text += report;
+    };
+    return strategy;
+  }
+  std::string Text() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return text;
+  }
+};
+
 TEST(ParallelExecutorErrorTest, ThrowingKernelFailsTheIterationAndTheNextRunWorks) {
   Pipeline p;
   BuildPipeline(&p);
@@ -201,15 +222,9 @@ TEST(ParallelExecutorErrorTest, WatchdogReportsTheWaitingOpAndRunTimesOut) {
   Pipeline p;
   BuildPipeline(&p);
   Scope scope;
-  ExecutionStrategy strategy;
-  strategy.watchdog_timeout = std::chrono::milliseconds(200);
-  std::mutex mutex;
-  std::string report;
-  strategy.on_watchdog_report = [&](const std::string& text) {
-    std::lock_guard<std::mutex> lock(mutex);
-    report += text;
-  };
-  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope, strategy);
+  ReportLog log;
+  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope,
+                       log.Strategy(std::chrono::milliseconds(200)));
   exe.WithholdFeedsForTesting({"x"});
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -222,10 +237,7 @@ TEST(ParallelExecutorErrorTest, WatchdogReportsTheWaitingOpAndRunTimesOut) {
     EXPECT_NE(what.find("input \"x\" from feed \"x\""), std::string::npos) << what;
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    EXPECT_NE(report.find("op 0 (scale)"), std::string::npos) << report;
-  }
+  EXPECT_NE(log.Text().find("op 0 (scale)"), std::string::npos) << log.Text();
   exe.WithholdFeedsForTesting({});
   EXPECT_EQ(testing::ToDoubles(exe.Run({{"x", Row(1)}}, {p.y.name})[0]),
             (std::vector<double>{2, 2, 4}));
@@ -235,20 +247,13 @@ TEST(ParallelExecutorErrorTest, WatchdogCallsASlowKernelSlowNotStuck) {
   Pipeline p;
   BuildPipeline(&p, /*sleep_ms=*/400);
   Scope scope;
-  ExecutionStrategy strategy;
-  strategy.watchdog_timeout = std::chrono::milliseconds(100);
-  std::mutex mutex;
-  std::string report;
-  strategy.on_watchdog_report = [&](const std::string& text) {
-    std::lock_guard<std::mutex> lock(mutex);
-    report += text;
-  };
-  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope, strategy);
+  ReportLog log;
+  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope,
+                       log.Strategy(std::chrono::milliseconds(100)));
   EXPECT_EQ(testing::ToDoubles(exe.Run({{"x", Row(1)}}, {p.y.name})[0]),
             (std::vector<double>{2, 2, 4}));
-  std::lock_guard<std::mutex> lock(mutex);
-  EXPECT_NE(report.find("running now"), std::string::npos) << report;
-  EXPECT_NE(report.find("test_checked_copy"), std::string::npos) << report;
+  EXPECT_NE(log.Text().find("running now"), std::string::npos) << log.Text();
+  EXPECT_NE(log.Text().find("test_checked_copy"), std::string::npos) << log.Text();
 }
 
 // -- iterations in flight ----------------------------------------------------------

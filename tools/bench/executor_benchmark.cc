@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -25,6 +24,7 @@
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
 #include "tools/bench/in_child.h"
+#include "tools/bench/random_batches.h"
 #include "tools/rill/models.h"
 
 using namespace rill;
@@ -45,20 +45,6 @@ struct Result {
   double peak_tensor_mib = 0;  // buffers in use at the peak (BufferPool)
 };
 
-std::vector<FeedList> Batches(const cli::Classifier& model, int batch) {
-  std::vector<FeedList> batches;
-  for (int i = 0; i < 8; ++i) {
-    Tensor x(DataType::kFloat32, {batch, 784});
-    std::mt19937 gen(static_cast<unsigned>(i));
-    std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-    for (int64_t k = 0; k < x.numel(); ++k) x.mutable_data<float>()[k] = pixel(gen);
-    Tensor y(DataType::kInt64, {batch, 1});
-    for (int r = 0; r < batch; ++r) y.mutable_data<int64_t>()[r] = (r * 7 + i) % 10;
-    batches.push_back({{model.image.name, x}, {model.label.name, y}});
-  }
-  return batches;
-}
-
 Result Measure(const Config& c, double seconds) {
   Program main, startup;
   Builder b(&main, &startup, 0);
@@ -67,7 +53,7 @@ Result Measure(const Config& c, double seconds) {
   Scope scope;
   Executor exe;
   exe.Run(startup.desc(), &scope);
-  const auto batches = Batches(model, c.batch);
+  const auto batches = bench::RandomBatches(model, c.batch, 8);
   std::unique_ptr<PreparedBlock> prepared;
   std::unique_ptr<ParallelExecutor> actors;
   if (std::string(c.executor) == "actor") {

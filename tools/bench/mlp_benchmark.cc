@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <vector>
 
 #include "ops/math/blas.h"
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
+#include "tools/bench/random_batches.h"
 #include "tools/rill/models.h"
 
 using namespace rill;
@@ -25,17 +25,7 @@ static double SamplesPerSecond(int batch, double seconds) {
   exe.Run(startup.desc(), &scope);
   auto step = exe.Prepare(main.desc(), &scope);
 
-  // Preloaded data: 16 distinct batches cycled.
-  std::vector<FeedList> batches;
-  for (int i = 0; i < 16; ++i) {
-    Tensor x(DataType::kFloat32, {batch, 784});
-    std::mt19937 gen(static_cast<unsigned>(i));
-    std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-    for (int64_t k = 0; k < x.numel(); ++k) x.mutable_data<float>()[k] = pixel(gen);
-    Tensor y(DataType::kInt64, {batch, 1});
-    for (int r = 0; r < batch; ++r) y.mutable_data<int64_t>()[r] = (r * 7 + i) % 10;
-    batches.push_back({{model.image.name, x}, {model.label.name, y}});
-  }
+  const auto batches = bench::RandomBatches(model, batch, 16);  // preloaded, cycled
   for (int i = 0; i < 20; ++i) exe.Run(*step, batches[i % 16]);  // warm-up
   int64_t steps = 0;
   const auto start = std::chrono::steady_clock::now();
