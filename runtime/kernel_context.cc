@@ -7,9 +7,11 @@ KernelContext::KernelContext(const proto::OpDesc& op, const OpSchema& schema, Sc
     : op_(op), schema_(schema), place_(place), rng_(seed) {
   auto bind = [scope](const google::protobuf::RepeatedPtrField<proto::Slot>& slots,
                       std::vector<Binding>* out) {
+    out->reserve(static_cast<size_t>(slots.size()));
     for (const auto& s : slots) {
-      Binding b{s.name(), {s.vars().begin(), s.vars().end()}, {}};
-      for (const auto& name : b.names) {
+      Binding b{s.name(), &s, {}};
+      b.vars.reserve(static_cast<size_t>(s.vars_size()));
+      for (const auto& name : s.vars()) {
         Variable* v = scope->FindVar(name);
         b.vars.push_back(v != nullptr ? v : scope->Var(name));
       }
@@ -42,7 +44,7 @@ const std::string& KernelContext::InputName(const std::string& slot, int i) cons
   const Binding* b = FindBinding(inputs_, slot);
   RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
              "op ", op_.type(), " has no input ", slot, " #", i);
-  return b->names[i];
+  return b->desc->vars(i);
 }
 
 bool KernelContext::InputReady(const std::string& slot, int i) const {
@@ -57,7 +59,7 @@ const Tensor& KernelContext::Input(const std::string& slot, int i) const {
              "op ", op_.type(), " has no input ", slot, " #", i);
   const Tensor& t = b->vars[i]->tensor();
   RILL_CHECK(t.initialized(), kInvalidArgument, "input ", slot, " of op ", op_.type(),
-             " names variable \"", b->names[i],
+             " names variable \"", b->desc->vars(i),
              "\", which holds no value (not fed, not initialised by the startup program, and "
              "not written by an earlier op)");
   return t;

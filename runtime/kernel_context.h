@@ -49,9 +49,10 @@ class KernelContext {
   std::mt19937_64& rng() { return rng_; }
 
  private:
+  // One slot's variables. The names stay in the op (`desc`), read only for messages.
   struct Binding {
     std::string slot;
-    std::vector<std::string> names;
+    const proto::Slot* desc = nullptr;
     std::vector<Variable*> vars;
   };
   const Binding* FindBinding(const std::vector<Binding>& list, const std::string& slot) const;

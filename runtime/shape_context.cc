@@ -39,32 +39,34 @@ ShapeContext::ShapeContext(const proto::OpDesc& op, const OpSchema& schema,
     : ShapeContext(op, schema, vars, vars) {}
 
 ShapeContext::ShapeContext(const proto::OpDesc& op, const OpSchema& schema,
-                           const VarInfoMap* known,
-                           VarInfoMap* outputs)
-    : op_(op), schema_(schema), known_(known), outputs_(outputs) {
-  for (const auto& s : op.inputs()) input_names_[s.name()] = {s.vars().begin(), s.vars().end()};
-  for (const auto& s : op.outputs()) output_names_[s.name()] = {s.vars().begin(), s.vars().end()};
-}
+                           const VarInfoMap* known, VarInfoMap* outputs)
+    : op_(op), schema_(schema), known_(known), outputs_(outputs) {}
 
-static const std::vector<std::string>& Lookup(
-    const std::map<std::string, std::vector<std::string>>& names, const std::string& slot) {
-  auto it = names.find(slot);
-  return it == names.end() ? NoNames() : it->second;
+// The slot named `slot`, or nullptr. Ops have a handful of slots: a linear
+// search beats building a map for every op validated.
+static const proto::Slot* FindSlot(const google::protobuf::RepeatedPtrField<proto::Slot>& slots,
+                                   const std::string& slot) {
+  for (const auto& s : slots) {
+    if (s.name() == slot) return &s;
+  }
+  return nullptr;
 }
 
 int ShapeContext::InputCount(const std::string& slot) const {
-  return static_cast<int>(Lookup(input_names_, slot).size());
+  const proto::Slot* s = FindSlot(op_.inputs(), slot);
+  return s == nullptr ? 0 : s->vars_size();
 }
 
 int ShapeContext::OutputCount(const std::string& slot) const {
-  return static_cast<int>(Lookup(output_names_, slot).size());
+  const proto::Slot* s = FindSlot(op_.outputs(), slot);
+  return s == nullptr ? 0 : s->vars_size();
 }
 
 const std::string& ShapeContext::InputName(const std::string& slot, int i) const {
-  const auto& names = Lookup(input_names_, slot);
-  RILL_CHECK(i >= 0 && i < static_cast<int>(names.size()), kInvalidArgument, "input slot ", slot,
+  const proto::Slot* s = FindSlot(op_.inputs(), slot);
+  RILL_CHECK(s != nullptr && i >= 0 && i < s->vars_size(), kInvalidArgument, "input slot ", slot,
              " has no variable #", i);
-  return names[i];
+  return s->vars(i);
 }
 
 const VarInfo& ShapeContext::Info(const std::string& slot, int i) const {
@@ -80,9 +82,9 @@ const Shape& ShapeContext::InputShape(const std::string& slot, int i) const { re
 DataType ShapeContext::InputType(const std::string& slot, int i) const { return Info(slot, i).dtype; }
 
 void ShapeContext::SetOutput(const std::string& slot, const Shape& shape, DataType dtype, int i) {
-  const auto& names = Lookup(output_names_, slot);
-  if (i >= static_cast<int>(names.size())) return;
-  (*outputs_)[names[i]] = VarInfo{shape, dtype};
+  const proto::Slot* s = FindSlot(op_.outputs(), slot);
+  if (s == nullptr || i >= s->vars_size()) return;
+  (*outputs_)[s->vars(i)] = VarInfo{shape, dtype};
 }
 
 void ShapeContext::CheckDim(int64_t a, int64_t b, const std::string& what) const {

@@ -60,16 +60,12 @@ class ShapeContext {
   const proto::OpDesc& op() const { return op_; }
 
  private:
-  const std::vector<std::string>& Names(const google::protobuf::RepeatedPtrField<proto::Slot>& slots,
-                                        const std::string& slot) const;
   const VarInfo& Info(const std::string& slot, int i) const;
 
   const proto::OpDesc& op_;
   const OpSchema& schema_;
   const VarInfoMap* known_;
   VarInfoMap* outputs_;
-  std::map<std::string, std::vector<std::string>> input_names_;
-  std::map<std::string, std::vector<std::string>> output_names_;
 };
 
 // Reads an attribute of `op`, falling back to the schema's default; throws

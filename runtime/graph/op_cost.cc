@@ -1,6 +1,8 @@
 #include "runtime/graph/op_cost.h"
 
 #include <string>
+#include <string_view>
+#include <unordered_map>
 
 #include "runtime/op_desc.h"
 
@@ -40,14 +42,24 @@ class CostModel {
   }
 
   double Elements(const std::string& name) const {
+    auto it = elements_.find(name);
+    if (it != elements_.end()) return it->second;
     double n = 1;
-    for (int64_t d : ShapeOf(name)) n *= static_cast<double>(d);
+    const proto::VarDesc* desc = vars_.Find(name);
+    if (desc != nullptr) {
+      for (int64_t d : desc->shape()) n *= static_cast<double>(d < 0 ? batch_hint_ : d);
+    }
+    elements_.emplace(std::string_view(name), n);
     return n;
   }
 
-  std::string First(const proto::OpDesc& op, const std::string& slot) const {
-    auto names = InputVars(op, slot);
-    return names.empty() ? std::string() : names[0];
+  // The first variable of an input slot (a reference into the op), or "".
+  static const std::string& First(const proto::OpDesc& op, const std::string& slot) {
+    static const std::string kNone;
+    for (const auto& s : op.inputs()) {
+      if (s.name() == slot && s.vars_size() > 0) return s.vars(0);
+    }
+    return kNone;
   }
 
   // X [.., K] times Y [K, ..]: about numel(X) * numel(Y) / K multiply-adds.
@@ -76,6 +88,8 @@ class CostModel {
 
   const VarIndex& vars_;
   int64_t batch_hint_;
+  // By views of names in the program, which outlives the model.
+  mutable std::unordered_map<std::string_view, double> elements_;
 };
 
 }  // namespace

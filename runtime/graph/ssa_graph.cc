@@ -88,8 +88,8 @@ class ReplicaBuilder {
 
   // A feed node for every non-persistable variable read before the block writes it.
   void AddFeedNodes(const proto::BlockDesc& block, const std::vector<BlockAccess>& sub_access) {
-    std::unordered_set<std::string> written;
-    std::unordered_set<std::string> fed;
+    std::unordered_set<std::string_view> written;
+    std::unordered_set<std::string_view> fed;
     written.reserve(static_cast<size_t>(block.vars_size()));
     state_.reserve(static_cast<size_t>(block.vars_size()));
     persistable_.reserve(static_cast<size_t>(block.vars_size()));
@@ -116,7 +116,7 @@ class ReplicaBuilder {
     if (it != persistable_.end()) return it->second;
     const proto::VarDesc* desc = vars_.Find(name);
     const bool p = desc != nullptr && desc->persistable();
-    persistable_.emplace(name, p);
+    persistable_.emplace(std::string_view(name), p);
     return p;
   }
 
@@ -203,8 +203,9 @@ class ReplicaBuilder {
   const VarIndex& vars_;
   int place_;
   SsaGraph* graph_;
-  std::unordered_map<std::string, VarState> state_;
-  std::unordered_map<std::string, bool> persistable_;
+  // Keyed by views of names in the program, which outlives the builder.
+  std::unordered_map<std::string_view, VarState> state_;
+  std::unordered_map<std::string_view, bool> persistable_;
 };
 
 }  // namespace
