@@ -1,12 +1,12 @@
 #include "actors/actor_graph.h"
 
 #include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
 #include <iostream>
 #include <thread>
 #include <unordered_map>
 
+#include "actors/graph_actors.h"
 #include "actors/messages.h"
 #include "ops/math/blas.h"
 #include "runtime/op_desc.h"
@@ -245,26 +245,11 @@ void ActorGraph::BuildTasks(Slot& slot) {
 void ActorGraph::SpawnActors() {
   std::weak_ptr<ActorGraph> weak = weak_from_this();
   caf::actor_system& system = runtime_->system();
-  for (auto& stream : streams_) {
-    Stream* s = stream.get();
-    s->set_actor(system.spawn([weak, s](caf::event_based_actor*) -> caf::behavior {
-      return {[weak, s](wake_atom) {
-        if (auto graph = weak.lock()) graph->OnWake(*s);
-      }};
-    }));
-  }
+  for (auto& stream : streams_) stream->set_actor(system.spawn<StreamActor>(weak, stream.get()));
   if (strategy_.watchdog_timeout.count() <= 0) return;
   watchdog_last_change_ = Clock::now();
   const auto period = std::max(std::chrono::milliseconds(1), strategy_.watchdog_timeout / 4);
-  watchdog_ = system.spawn([weak, period](caf::event_based_actor* self) -> caf::behavior {
-    self->delayed_send(self, period, tick_atom::value);
-    return {[weak, period, self](tick_atom) {
-      auto graph = weak.lock();
-      if (!graph) return;
-      graph->WatchdogTick();
-      self->delayed_send(self, period, tick_atom::value);
-    }};
-  });
+  watchdog_ = system.spawn<WatchdogActor>(weak, period);
 }
 
 // -- running an iteration --------------------------------------------------------

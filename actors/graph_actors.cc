@@ -1,0 +1,32 @@
+#include "actors/graph_actors.h"
+
+#include "actors/actor_graph.h"
+#include "actors/messages.h"
+
+namespace rill {
+
+StreamActor::StreamActor(caf::actor_config& config, std::weak_ptr<ActorGraph> graph,
+                         Stream* stream)
+    : caf::event_based_actor(config), graph_(std::move(graph)), stream_(stream) {}
+
+caf::behavior StreamActor::make_behavior() {
+  return {[this](wake_atom) {
+    if (auto graph = graph_.lock()) graph->OnWake(*stream_);
+  }};
+}
+
+WatchdogActor::WatchdogActor(caf::actor_config& config, std::weak_ptr<ActorGraph> graph,
+                             std::chrono::milliseconds period)
+    : caf::event_based_actor(config), graph_(std::move(graph)), period_(period) {}
+
+caf::behavior WatchdogActor::make_behavior() {
+  delayed_send(this, period_, tick_atom::value);
+  return {[this](tick_atom) {
+    auto graph = graph_.lock();
+    if (!graph) return;
+    graph->WatchdogTick();
+    delayed_send(this, period_, tick_atom::value);
+  }};
+}
+
+}  // namespace rill
