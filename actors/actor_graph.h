@@ -1,19 +1,25 @@
 // ActorGraph: an SsaGraph brought to life — streams with their CAF actors,
-// one task per op and iteration slot, kernel contexts bound to the scope —
-// spawned once per (program, places) and reused for every iteration.
+// one task per op and iteration slot, kernel contexts bound to the places'
+// scopes — spawned once per (program, places) and reused for every iteration.
 //
-// An iteration: Start() binds the feeds, picks a free iteration slot and hands
-// the source ops to their streams. A stream's drainer runs a task's kernel,
-// then arrives at each successor's countdown; a successor whose count reaches
-// zero goes to its stream (onto the drainer's own stack when it is the same
-// stream, so a chain runs inline without a message). Sinks arrive at the
-// slot's terminal countdown; the arrival that completes it collects the
-// fetches and fulfils the iteration's future.
+// An iteration: Begin() picks a free iteration slot, splits the feeds over the
+// places and hands the source ops to their streams. A stream's drainer runs a
+// task's kernel, then arrives at each successor's countdown; a successor whose
+// count reaches zero goes to its stream (onto the drainer's own stack when it
+// is the same stream, so a chain runs inline without a message). Sinks arrive
+// at the slot's terminal countdown; the arrival that completes it collects and
+// merges the fetches and fulfils the iteration's future.
+//
+// With several places, a collective node (one per gradient bucket) is a
+// barrier: its countdown waits for the gradient from every place; then each
+// place reduces one chunk of it (a task on that place's stream, run before
+// compute tasks), and the last chunk releases the optimizer ops. Every place
+// runs its chunks in the collectives' global order (actor_graph_collective.cc).
 //
 // Errors: a kernel that throws fails its iteration: the error (naming block,
 // op, type and place) is kept, the remaining ops of that iteration are skipped
 // but still counted through, and the future holds the error. The graph stays
-// usable. Threads: Start/Run/Help from any thread; the graph's own state is
+// usable. Threads: Run/RunAsync from any thread; the graph's own state is
 // touched only through the protocols described in stream.h and countdown.h.
 #pragma once
 
@@ -28,11 +34,14 @@
 #include <vector>
 
 #include "actors/execution_strategy.h"
+#include "actors/iteration_stats.h"
+#include "actors/place_io.h"
 #include "actors/runtime.h"
 #include "actors/stream.h"
 #include "actors/task.h"
 #include "proto/program.pb.h"
 #include "runtime/executor.h"
+#include "runtime/graph/data_parallel.h"
 #include "runtime/graph/ssa_graph.h"
 #include "runtime/kernel_context.h"
 #include "runtime/scope.h"
@@ -42,20 +51,20 @@ namespace rill {
 
 class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
  public:
-  // Validates the program, builds the SSA graph of `block_index` over `places`
-  // and spawns its actors in `runtime`. `scope` holds the persistable
-  // variables; it and the runtime must outlive the graph's use (Shutdown).
-  static std::shared_ptr<ActorGraph> Spawn(Runtime* runtime,
-                                           const proto::ProgramDesc& program, int block_index,
-                                           const std::vector<Place>& places, Scope* scope,
-                                           const ExecutionStrategy& strategy);
+  // Validates the program, plans it over `places` (data_parallel.h), builds
+  // the SSA graph of `block_index` and spawns its actors in `runtime`. `scope`
+  // holds the persistable variables; it and the runtime must outlive the
+  // graph's use (Shutdown).
+  static std::shared_ptr<ActorGraph> Spawn(Runtime* runtime, const proto::ProgramDesc& program,
+                                           int block_index, const std::vector<Place>& places,
+                                           Scope* scope, const ExecutionStrategy& strategy,
+                                           const BuildStrategy& build);
   ~ActorGraph();
   ActorGraph(const ActorGraph&) = delete;
   ActorGraph& operator=(const ActorGraph&) = delete;
 
   // Runs one iteration; the calling thread helps run ops until it ends.
-  // Returns the fetched tensors (sharing memory with the scope) or throws the
-  // iteration's error.
+  // Returns the fetched tensors (merged over places) or throws the iteration's error.
   std::vector<Tensor> Run(const FeedList& feeds, const std::vector<std::string>& fetches);
   // Starts one iteration and returns at once; blocks only while
   // max_iterations_in_flight iterations are running.
@@ -66,9 +75,17 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // actors. Safe to call twice; the destructor calls it.
   void Shutdown();
 
+  // Copies the persistable variables of `scope` to the other places' copies
+  // (AllReduce keeps one per place); Run does it for copies never filled.
+  void BroadcastParameters();
+
   const SsaGraph& graph() const { return graph_; }
+  const DataParallelPlan& plan() const { return plan_; }
   const ExecutionStrategy& strategy() const { return strategy_; }
   int max_iterations_in_flight() const { return static_cast<int>(slots_.size()); }
+  IterationStats last_stats() const;
+  // The merge applied to a fetched variable.
+  FetchMerge MergeFor(const std::string& name) const;
 
   // -- for the stream and watchdog actors --------------------------------------
   // A stream actor was woken: drain the stream if nobody else does.
@@ -83,17 +100,37 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
  private:
   // What the hot path does not need of an op node (that is in its Task).
   struct Node {
-    int stream = 0;                     // global stream id
+    int stream = -1;                    // global stream id; -1 for a collective
     uint32_t predecessor_count = 0;
     int feed_index = -1;                // for feed nodes: index into the slot's feed values
+    int collective = -1;                // for collectives: index into collectives_
     std::vector<int> releases;          // releasable variables this node is a reader (or producer) of
     std::vector<int> cross_stream_producers;  // streams of predecessors on other streams
-    const KernelFn* kernel = nullptr;   // nullptr for feed nodes
+    const KernelFn* kernel = nullptr;   // nullptr for feed nodes and collectives
+  };
+  // One gradient merge: its node and what it merges.
+  struct Collective {
+    int node = -1;
+    int order = 0;                      // issue position on every place
+    bool reduce = false;                // into the shared copy (else into every place's)
+    std::vector<std::string> members;   // gradient variables
   };
   // A variable whose buffer can go once its last reader has run.
   struct Releasable {
     std::string name;
+    int place = 0;    // -1: the shared copy
     int readers = 0;  // arrivals that release it (1 for a variable nobody reads)
+  };
+  // One feed node: which variable on which place.
+  struct Feed {
+    std::string name;
+    int place = 0;
+  };
+  // A collective's chunk tasks in one slot, and each place's issue position.
+  struct PlaceOrder {
+    std::mutex mutex;
+    int next = 0;                  // the collective order this place runs next
+    std::vector<Task*> waiting;    // by order: chunk tasks that came before their turn
   };
   // Everything one iteration in flight owns.
   struct Slot {
@@ -103,75 +140,110 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     bool dirty = false;           // an aborted iteration left countdowns behind: reset all
     std::atomic<bool> cancelled{false};
     std::atomic<bool> done{false};
-    Scope* scope = nullptr;
-    std::unique_ptr<Scope> own_scope;  // child scope when several iterations run at once
-    std::unique_ptr<Task[]> tasks;
-    std::vector<std::unique_ptr<KernelContext>> contexts;  // by op index in the block
+    Scope* base = nullptr;                      // shared variables (the scope, or a child per slot)
+    std::unique_ptr<Scope> own_base;
+    std::vector<Scope*> place_scopes;           // each place's own variables
+    std::vector<std::unique_ptr<Scope>> own_place_scopes;
+    std::vector<std::pair<Variable*, Variable*>> parameter_copies;  // (place copy, source)
+    std::unique_ptr<Task[]> tasks;              // by node id
+    std::unique_ptr<Task[]> chunks;             // by collective * places + place
+    std::unique_ptr<Countdown[]> chunk_countdowns;  // by collective: chunks still running
+    // By collective: member m's variable on place p at [m * (places + 1) + p],
+    // the shared copy at p = places.
+    std::vector<std::vector<Variable*>> collective_vars;
+    std::vector<std::unique_ptr<PlaceOrder>> orders;  // by place
+    std::vector<std::unique_ptr<KernelContext>> contexts;  // by place * ops + op index
     Countdown terminal;
     std::unique_ptr<std::atomic<int32_t>[]> release_counts;
     std::vector<Variable*> release_vars;
-    std::vector<uint8_t> keep;    // by releasable index: fetched this iteration
+    std::vector<uint8_t> keep;        // by releasable index: fetched this iteration
     std::vector<Tensor> feed_values;  // by feed index
     std::vector<uint8_t> feed_given;
     std::vector<Variable*> feed_vars;
+    std::vector<double> place_weights;  // each place's share of the batch
     std::vector<std::string> fetches;
     std::promise<std::vector<Tensor>> promise;
+    std::atomic<int> backward_pending{0};
+    std::atomic<int> overlapped{0};
     std::mutex error_mutex;
     std::exception_ptr error;     // guarded by error_mutex
     std::atomic<int64_t> started_ns{0};  // steady clock, when the iteration began
   };
 
   ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int block_index,
-             const std::vector<Place>& places, Scope* scope, const ExecutionStrategy& strategy);
+             const std::vector<Place>& places, Scope* scope, const ExecutionStrategy& strategy,
+             const BuildStrategy& build);
+
+  // -- construction (actor_graph.cc) -------------------------------------------
   void Build();
+  void BindSlot(Slot& slot, bool private_scope);
   void BuildNodes();
   void BuildReleases();
-  void BindSlot(Slot& slot, bool private_scope);
   void BuildTasks(Slot& slot);
   void SpawnActors();
   bool CarriesStateAcrossIterations() const;
+  int places() const { return plan_.places; }
+  int op_count() const { return plan_.program.blocks(block_index_).ops_size(); }
+  Scope* ScopeOf(const Slot& slot, int place) const;
 
+  // -- an iteration (actor_graph_run.cc) ---------------------------------------
   // Picks a free slot (waiting while all are busy), checks and binds the feeds,
   // resets what needs resetting. Returns the slot and the iteration's future.
   Slot& Begin(const FeedList& feeds, const std::vector<std::string>& fetches,
               std::future<std::vector<Tensor>>* future);
   void CheckFeeds(const FeedList& feeds) const;
+  void CheckMissingFeeds(const Slot& slot, const FeedList& feeds) const;
+  void BindFeeds(Slot& slot, const FeedList& feeds);
   void ResetSlot(Slot& slot);
   void Kick(Slot& slot);
   // The calling thread runs ops (its home stream first) until `slot` is done.
   void Help(Slot& slot, std::future<std::vector<Tensor>>& future);
-
   // Runs tasks of `stream` while holding its claim; returns once it is empty
   // and stayed empty for the linger time (or no iteration is in flight).
   void Drain(Stream& stream);
   void RunTask(Task* task, Stream& stream);
-  void Dispatch(Task* task, Stream& from);
-  void Release(int node, Slot& slot);
+  // After a node's work: release, rearm, arrive at the successors and the terminal.
+  void Complete(Task* task, Slot& slot, uint32_t generation, Stream* stream);
+  void Dispatch(Task* task, Stream* from);
   void WaitForProducerStreams(int node, Stream& self);
+  void Release(int node, Slot& slot);
   void FailIteration(Slot& slot, int node, const Error& error);
   void Finish(Slot& slot);
   void Abort(Slot& slot, const std::string& why);
+
+  // -- collectives (actor_graph_collective.cc) ---------------------------------
+  // A collective's inputs are ready on every place: hand each place its chunk.
+  void IssueCollective(Task* task, Slot& slot, uint32_t generation);
+  // Submits a chunk task when its collective's turn has come on its place.
+  void SubmitChunkInOrder(Slot& slot, int place, int order, Task* chunk);
+  void RunChunk(Task* chunk, Stream& stream);
+
+  // -- watchdog (actor_graph_watchdog.cc) --------------------------------------
   std::string DescribeNode(int node) const;
   std::string StallReport(Slot& slot) const;
   bool AnyKernelRunning() const;
 
   Runtime* runtime_;
-  proto::ProgramDesc program_;  // a private copy: kernel contexts point into it
+  proto::ProgramDesc program_;  // as given (validated)
   int block_index_;
   std::vector<Place> places_;
   Scope* scope_;
   ExecutionStrategy strategy_;
+  BuildStrategy build_;
+  DataParallelPlan plan_;       // the planned program: kernel contexts point into it
   SsaGraph graph_;
   std::vector<Node> nodes_;
   std::vector<int32_t> successor_list_;  // all nodes' successors; tasks point into it
   std::vector<int32_t> successor_begin_;  // by node, into successor_list_
   std::vector<int> sources_;
   uint32_t sink_count_ = 0;
-  std::vector<std::string> feed_names_;  // by feed index
-  std::unique_ptr<VarIndex> declared_;   // the block's visible declarations
-  std::unordered_map<std::string, int> feed_index_;        // name -> feed index
-  std::unordered_map<std::string, int> releasable_index_;  // name -> releasable index
+  int backward_nodes_ = 0;
+  std::vector<Feed> feeds_;              // by feed index
+  std::unordered_map<std::string, std::vector<int>> feed_index_;  // name -> feed index by place
+  std::unique_ptr<VarIndex> declared_;   // the planned block's visible declarations
+  std::vector<Collective> collectives_;  // by order
   std::vector<Releasable> releasables_;
+  std::unordered_map<std::string, std::vector<int>> releasable_index_;  // name -> indices
   std::vector<std::unique_ptr<Stream>> streams_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::counting_semaphore<1 << 20> free_slots_{0};
@@ -179,6 +251,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::atomic<int> in_flight_{0};
   std::atomic<bool> shut_down_{false};
   std::vector<std::string> withheld_feeds_;
+  mutable std::mutex stats_mutex_;
+  IterationStats last_stats_;  // guarded by stats_mutex_
   caf::actor watchdog_;
   uint64_t watchdog_progress_ = 0;  // watchdog actor only
   std::chrono::steady_clock::time_point watchdog_last_change_;

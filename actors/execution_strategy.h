@@ -38,8 +38,10 @@ struct ExecutionStrategy {
   std::chrono::milliseconds watchdog_timeout{60000};
   // Where watchdog reports go (default: standard error).
   std::function<void(const std::string&)> on_watchdog_report;
-  // How long an idle stream keeps polling for work before it lets its thread go.
-  std::chrono::microseconds spin_before_sleep{50};
+  // How long an idle stream (and a caller waiting for its iteration) keeps
+  // polling for work before it lets its thread sleep: back-to-back training
+  // steps then find their threads awake. 0: sleep at once.
+  std::chrono::microseconds spin_before_sleep{200};
   // Free an intermediate variable's buffer once its last reader has run, for
   // variables estimated to hold at least release_min_bytes.
   bool release_memory_early = true;

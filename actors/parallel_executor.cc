@@ -7,9 +7,10 @@ namespace rill {
 ParallelExecutor::ParallelExecutor(const proto::ProgramDesc& program,
                                    const std::vector<Place>& places, Scope* scope,
                                    const ExecutionStrategy& strategy,
-                                   std::shared_ptr<Runtime> runtime, int block_index)
+                                   std::shared_ptr<Runtime> runtime, int block_index,
+                                   const BuildStrategy& build)
     : runtime_(runtime ? std::move(runtime) : std::make_shared<Runtime>(strategy.num_threads)) {
-  graph_ = ActorGraph::Spawn(runtime_.get(), program, block_index, places, scope, strategy);
+  graph_ = ActorGraph::Spawn(runtime_.get(), program, block_index, places, scope, strategy, build);
 }
 
 ParallelExecutor::~ParallelExecutor() {
@@ -28,6 +29,14 @@ std::future<std::vector<Tensor>> ParallelExecutor::RunAsync(const FeedList& feed
 }
 
 const SsaGraph& ParallelExecutor::graph() const { return graph_->graph(); }
+
+void ParallelExecutor::BroadcastParameters() { graph_->BroadcastParameters(); }
+
+FetchMerge ParallelExecutor::MergeFor(const std::string& name) const {
+  return graph_->MergeFor(name);
+}
+
+IterationStats ParallelExecutor::last_stats() const { return graph_->last_stats(); }
 
 const ExecutionStrategy& ParallelExecutor::strategy() const { return graph_->strategy(); }
 

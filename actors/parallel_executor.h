@@ -10,6 +10,17 @@
 //   auto out = exe.Run({{"image", x}, {"label", y}}, {"loss"});
 //   auto future = exe.RunAsync(feeds, {"loss"});        // returns at once
 //
+// Data parallelism: give several places (ParsePlaces("cpu:4")) and every
+// place runs the program on its slice of each batch (fed variables declared
+// with a batch dim -1 are split along dim 0, the first places taking one row
+// more when it does not divide; other feeds go whole to every place). The
+// gradients are merged after backward (BuildStrategy: kAllReduce keeps a
+// parameter copy per place, kReduce one shared copy updated by its owner), so
+// N places with batch B compute what one place computes with batch B.
+// Fetches are merged: variables with a batch dim are concatenated, one-element
+// values (losses) averaged weighted by each place's rows, anything else is
+// place 0's (see MergeFor).
+//
 // The graph is built and its actors spawned once, in the constructor.
 // Run/RunAsync may be called from any thread; a failed iteration throws (or
 // stores in the future) an Error naming block, op, type and place, and the
@@ -22,6 +33,8 @@
 #include <vector>
 
 #include "actors/execution_strategy.h"
+#include "actors/iteration_stats.h"
+#include "actors/place_io.h"
 #include "actors/runtime.h"
 #include "proto/program.pb.h"
 #include "runtime/executor.h"
@@ -35,13 +48,14 @@ class ActorGraph;
 
 class ParallelExecutor {
  public:
-  // Builds the graph of `block_index` on `places` (one place for now). With no
-  // `runtime`, the executor owns one with strategy.num_threads threads. `scope`
-  // (parameters and other persistables, usually filled by the startup program)
-  // must outlive the executor.
+  // Builds the graph of `block_index` on `places`. With no `runtime`, the
+  // executor owns one with strategy.num_threads threads. `scope` (parameters
+  // and other persistables, usually filled by the startup program) must
+  // outlive the executor; under kAllReduce it holds place 0's parameters.
   ParallelExecutor(const proto::ProgramDesc& program, const std::vector<Place>& places,
                    Scope* scope, const ExecutionStrategy& strategy = {},
-                   std::shared_ptr<Runtime> runtime = nullptr, int block_index = 0);
+                   std::shared_ptr<Runtime> runtime = nullptr, int block_index = 0,
+                   const BuildStrategy& build = {});
   ~ParallelExecutor();
   ParallelExecutor(const ParallelExecutor&) = delete;
   ParallelExecutor& operator=(const ParallelExecutor&) = delete;
@@ -54,7 +68,16 @@ class ParallelExecutor {
   std::future<std::vector<Tensor>> RunAsync(const FeedList& feeds,
                                             const std::vector<std::string>& fetches = {});
 
+  // After changing parameters in the scope (loading a checkpoint): copy them
+  // to the other places (kAllReduce). Not while iterations run.
+  void BroadcastParameters();
+
   const SsaGraph& graph() const;
+  // How a fetched variable's per-place values are merged.
+  FetchMerge MergeFor(const std::string& name) const;
+  // Counters of the last finished iteration (gradient merges and how many
+  // of them overlapped backward).
+  IterationStats last_stats() const;
   const ExecutionStrategy& strategy() const;
   // 1 for programs that carry state between iterations, else the strategy's value.
   int max_iterations_in_flight() const;

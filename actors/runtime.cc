@@ -2,13 +2,17 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/atom.hpp>
 #include <thread>
 
 namespace rill {
 
 struct Runtime::Impl {
   struct Config : caf::actor_system_config {
-    explicit Config(int threads) { set("scheduler.max-threads", threads); }
+    explicit Config(int threads) {
+      set("scheduler.max-threads", threads);
+      set("scheduler.policy", caf::atom("sharing"));
+    }
   };
   explicit Impl(int threads) : config(threads), system(config) {}
 

@@ -41,6 +41,13 @@ class Stream {
     queued_.fetch_add(1, std::memory_order_seq_cst);
     if (!claimed_.load(std::memory_order_seq_cst)) Wake();
   }
+  // Like Submit, for work that goes before everything queued (gradient merges).
+  void SubmitUrgent(Task* task) {
+    urgent_.Push(task);
+    urgent_queued_.fetch_add(1, std::memory_order_seq_cst);
+    queued_.fetch_add(1, std::memory_order_seq_cst);
+    if (!claimed_.load(std::memory_order_seq_cst)) Wake();
+  }
   bool HasQueuedWork() const { return queued_.load(std::memory_order_seq_cst) > 0; }
   bool claimed() const { return claimed_.load(std::memory_order_acquire); }
   // Tasks run on this stream so far (for progress checks).
@@ -65,6 +72,13 @@ class Stream {
   // The next task: the newest made ready by this stream's own tasks first (depth
   // first, warm caches), then the inbox in arrival order. nullptr when empty.
   Task* Next() {
+    if (urgent_queued_.load(std::memory_order_acquire) > 0) {
+      if (Task* t = urgent_.Pop()) {
+        urgent_queued_.fetch_sub(1, std::memory_order_relaxed);
+        queued_.fetch_sub(1, std::memory_order_relaxed);
+        return t;
+      }
+    }
     if (!local_.empty()) {
       Task* t = local_.back();
       local_.pop_back();
@@ -79,6 +93,13 @@ class Stream {
       if (Task* t = inbox_.Pop()) {
         queued_.fetch_sub(1, std::memory_order_relaxed);
         return t;
+      }
+      if (urgent_queued_.load(std::memory_order_acquire) > 0) {
+        if (Task* t = urgent_.Pop()) {
+          urgent_queued_.fetch_sub(1, std::memory_order_relaxed);
+          queued_.fetch_sub(1, std::memory_order_relaxed);
+          return t;
+        }
       }
       // A producer counted its task but has not finished linking it: a few ns.
     }
@@ -113,7 +134,9 @@ class Stream {
 
   // Written by producers.
   alignas(64) MpscQueue<Task> inbox_;
-  alignas(64) std::atomic<int64_t> queued_{0};  // pushed to the inbox and not yet settled
+  alignas(64) MpscQueue<Task> urgent_;
+  alignas(64) std::atomic<int64_t> queued_{0};  // pushed to either inbox and not yet settled
+  std::atomic<int64_t> urgent_queued_{0};       // pushed to urgent_ and not yet popped
   std::atomic<bool> wake_pending_{false};
 
   // Written on claim and release only.

@@ -45,6 +45,7 @@ class BackwardPass {
     SetAttr(&seed, "shape", loss_shape);
     SetAttr(&seed, "value", 1.0f);
     SetAttr(&seed, "dtype", std::string(DataTypeName(FromProto(loss_desc->dtype()))));
+    seed.set_role(proto::ROLE_LOSS_GRAD);
     DeclareGrad(loss);
     produced_.insert(GradVarName(loss));
     *block_->add_ops() = seed;
@@ -189,12 +190,14 @@ class BackwardPass {
       if (inputs->Get(k).vars_size() == 0) inputs->DeleteSubrange(k, 1);
     }
     if (!writes_any || outputs->empty()) return;
+    grad.set_role(proto::ROLE_BACKWARD);
     *block_->add_ops() = std::move(grad);
     for (const auto& [target, renamed] : accumulate) {
       proto::OpDesc sum;
       sum.set_type("sum");
       SetInput(&sum, "X", {target, renamed});
       SetOutput(&sum, "Out", {target});
+      sum.set_role(proto::ROLE_BACKWARD);
       *block_->add_ops() = std::move(sum);
     }
   }

@@ -159,6 +159,7 @@ std::vector<Var> Builder::AppendOp(const std::string& type, const VarSlots& inpu
   }
   proto::OpDesc op;
   op.set_type(type);
+  op.set_role(role_);
   for (const auto& [slot, vars] : inputs) SetInput(&op, slot, Names(vars));
   for (const auto& [slot, vars] : named) SetOutput(&op, slot, Names(vars));
   if (attrs) attrs(&op);
@@ -190,6 +191,7 @@ void Builder::AppendOpTo(const std::string& type, const VarSlots& inputs, const 
                          const OpAttrs& attrs) {
   proto::OpDesc* op = main_->root()->add_ops();
   op->set_type(type);
+  op->set_role(role_);
   for (const auto& [slot, vars] : inputs) SetInput(op, slot, Names(vars));
   for (const auto& [slot, vars] : outputs) SetOutput(op, slot, Names(vars));
   if (attrs) attrs(op);
@@ -274,9 +276,9 @@ Var Builder::Dropout(const Var& x, float probability) {
                   [&](proto::OpDesc* op) { SetAttr(op, "dropout_prob", probability); })[0];
 }
 
-Var Builder::Embedding(const Var& ids, int64_t vocab, int64_t dim) {
+Var Builder::Embedding(const Var& ids, int64_t vocab, int64_t dim, DataType dtype) {
   Var table = Parameter(main_->UniqueName("embedding") + ".w", {vocab, dim},
-                        Initializer::XavierUniform());
+                        Initializer::XavierUniform(), dtype);
   return AppendOp("lookup_table", {{"W", {table}}, {"Ids", {ids}}}, {{"Out", 1}})[0];
 }
 

@@ -63,6 +63,11 @@ class Builder {
   Program& main() { return *main_; }
   Program& startup() { return *startup_; }
 
+  // The role ops appended to the main program get from now on (optimizers
+  // set ROLE_OPTIMIZE while they append theirs).
+  void set_role(proto::OpRole role) { role_ = role; }
+  proto::OpRole role() const { return role_; }
+
   // -- variables ---------------------------------------------------------------
   // A fed input; -1 marks the batch dimension. No gradient flows into it.
   Var Data(const std::string& name, const Shape& shape, DataType dtype = DataType::kFloat32);
@@ -110,7 +115,7 @@ class Builder {
   Var Accuracy(const Var& predictions, const Var& label, int k = 1);
   Var Dropout(const Var& x, float probability);
   // Rows of a [vocab, dim] table picked by int64 ids.
-  Var Embedding(const Var& ids, int64_t vocab, int64_t dim);
+  Var Embedding(const Var& ids, int64_t vocab, int64_t dim, DataType dtype = DataType::kFloat32);
   Var Reshape(const Var& x, const Shape& shape);
   Var Concat(const std::vector<Var>& xs, int axis = 0);
   std::vector<Var> Split(const Var& x, int num, int axis = 0);
@@ -130,6 +135,7 @@ class Builder {
 
   Program* main_;
   Program* startup_;
+  proto::OpRole role_ = proto::ROLE_FORWARD;
 };
 
 }  // namespace rill

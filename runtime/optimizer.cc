@@ -9,6 +9,9 @@ std::vector<ParamGrad> Optimizer::Minimize(Builder& builder, const Var& loss) {
   std::vector<ParamGrad> pairs = AppendBackward(&builder.main(), loss.name);
   RILL_CHECK(!pairs.empty(), kInvalidArgument, "loss \"", loss.name,
              "\" depends on no trainable parameter");
+  // Everything appended from here updates parameters.
+  const proto::OpRole previous = builder.role();
+  builder.set_role(proto::ROLE_OPTIMIZE);
   learning_rate_var_ = builder.main().UniqueName("learning_rate");
   Var lr = builder.Persistable(learning_rate_var_, {1}, learning_rate_);
   if (l2_ > 0) AppendL2(builder, pairs);
@@ -16,6 +19,7 @@ std::vector<ParamGrad> Optimizer::Minimize(Builder& builder, const Var& loss) {
   for (const auto& pair : pairs) {
     AppendUpdate(builder, builder.Lookup(pair.param), builder.Lookup(pair.grad), lr);
   }
+  builder.set_role(previous);
   return pairs;
 }
 

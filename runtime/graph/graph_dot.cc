@@ -39,8 +39,8 @@ void WriteVar(const VarNode& var, std::ostream& out) {
 void WriteDot(const SsaGraph& graph, std::ostream& out) {
   out << "digraph ssa {\n  rankdir=TB;\n  node [fontname=\"Helvetica\", fontsize=10];\n";
   for (size_t p = 0; p < graph.places.size(); ++p) {
-    out << "  subgraph cluster_place_" << p << " {\n    label=\"" << graph.places[p].ToString()
-        << ":" << p << "\";\n";
+    out << "  subgraph cluster_place_" << p << " {\n    label=\"place " << p << ": "
+        << graph.places[p].ToString() << "\";\n";
     for (const OpNode& op : graph.ops) {
       if (op.place == static_cast<int>(p)) WriteOp(op, out);
     }
@@ -48,6 +48,16 @@ void WriteDot(const SsaGraph& graph, std::ostream& out) {
       if (var.place == static_cast<int>(p)) WriteVar(var, out);
     }
     out << "  }\n";
+  }
+  // Collectives and the variables all places share sit outside the clusters.
+  for (const OpNode& op : graph.ops) {
+    if (op.place < 0) {
+      out << "  op" << op.id << " [shape=hexagon, style=filled, fillcolor=orange, label=\""
+          << Escape(op.type) << " #" << op.collective << "\"];\n";
+    }
+  }
+  for (const VarNode& var : graph.vars) {
+    if (var.place < 0) WriteVar(var, out);
   }
   for (const VarNode& var : graph.vars) {
     const char* style = var.control ? " [style=dashed]" : "";
@@ -70,9 +80,17 @@ void WriteStats(const SsaGraph& graph, std::ostream& out) {
       << "op->op edges    " << graph.EdgeCount() << "\n"
       << "sources         " << graph.Sources().size() << "\n"
       << "sinks           " << graph.Sinks().size() << "\n";
+  int collectives = 0;
   std::vector<std::vector<int>> per_stream(graph.places.size(),
                                            std::vector<int>(graph.streams_per_place, 0));
-  for (const OpNode& op : graph.ops) ++per_stream[op.place][op.stream];
+  for (const OpNode& op : graph.ops) {
+    if (op.place < 0) {
+      ++collectives;
+    } else {
+      ++per_stream[op.place][op.stream];
+    }
+  }
+  out << "collectives     " << collectives << "\n";
   for (size_t p = 0; p < per_stream.size(); ++p) {
     out << "place " << p << " (" << graph.places[p].ToString() << ") ops per stream:";
     for (int n : per_stream[p]) out << " " << n;

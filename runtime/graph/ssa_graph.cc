@@ -9,6 +9,7 @@
 
 #include "runtime/error.h"
 #include "runtime/graph/block_access.h"
+#include "runtime/graph/data_parallel.h"
 #include "runtime/graph/op_cost.h"
 #include "runtime/graph/stream_assignment.h"
 #include "runtime/op_desc.h"
@@ -51,32 +52,52 @@ bool Contains(const std::vector<const std::string*>& names, const std::string& n
   return false;
 }
 
-// Builds the replica of one block on one place, appending to the graph.
-class ReplicaBuilder {
+// Builds the graph of a planned block over all its places in one pass. A
+// variable is known by (key, name): the key is the place for a place's own
+// variables and kShared for the one copy all places share, so hazards on a
+// shared variable (a parameter read on every place, written once by its
+// owner) order ops across places like any other.
+class GraphBuilder {
  public:
-  ReplicaBuilder(const proto::ProgramDesc& program, int block_index, const VarIndex& vars,
-                 int place, SsaGraph* graph)
-      : program_(program), block_index_(block_index), vars_(vars), place_(place), graph_(graph) {}
+  static constexpr int kShared = -1;
+
+  GraphBuilder(const DataParallelPlan& plan, const VarIndex& vars, SsaGraph* graph)
+      : plan_(plan),
+        block_(plan.program.blocks(plan.block_index)),
+        vars_(vars),
+        graph_(graph),
+        states_(static_cast<size_t>(plan.places) + 1) {}
 
   void Build() {
-    const proto::BlockDesc& block = program_.blocks(block_index_);
-    std::vector<BlockAccess> sub_access(static_cast<size_t>(block.ops_size()));
-    for (int i = 0; i < block.ops_size(); ++i) {
-      for (int sub : SubBlocksOf(block.ops(i))) {
-        BlockAccess a = ExternalAccess(program_, sub);
+    std::vector<BlockAccess> sub_access(static_cast<size_t>(block_.ops_size()));
+    for (int i = 0; i < block_.ops_size(); ++i) {
+      for (int sub : SubBlocksOf(block_.ops(i))) {
+        BlockAccess a = ExternalAccess(plan_.program, sub);
         sub_access[i].reads.insert(a.reads.begin(), a.reads.end());
         sub_access[i].writes.insert(a.writes.begin(), a.writes.end());
       }
     }
-    AddFeedNodes(block, sub_access);
-    for (int i = 0; i < block.ops_size(); ++i) {
-      const proto::OpDesc& op = block.ops(i);
-      OpNode& node = NewOp(OpNodeKind::kCompute, i, op.type());
-      const int id = node.id;
+    for (auto& state : states_) state.reserve(static_cast<size_t>(block_.vars_size()));
+    persistable_.reserve(static_cast<size_t>(block_.vars_size()));
+    graph_->ops.reserve(static_cast<size_t>(block_.ops_size() * plan_.places));
+    graph_->vars.reserve(static_cast<size_t>(block_.vars_size() * plan_.places));
+    AddFeedNodes(sub_access);
+    for (int i = 0; i < block_.ops_size(); ++i) {
+      const proto::OpDesc& op = block_.ops(i);
       const auto reads = DistinctNames(op.inputs(), sub_access[i].reads);
       const auto writes = DistinctNames(op.outputs(), sub_access[i].writes);
-      for (const std::string* name : reads) Read(id, *name);
-      for (const std::string* name : writes) Write(id, *name, Contains(reads, *name));
+      const OpPlacement& placement = plan_.ops[i];
+      switch (placement.kind) {
+        case OpPlacement::kEveryPlace:
+          for (int p = 0; p < plan_.places; ++p) AddOp(i, op, p, reads, writes, /*shared_all=*/false);
+          break;
+        case OpPlacement::kOnePlace:
+          AddOp(i, op, placement.place, reads, writes, /*shared_all=*/true);
+          break;
+        case OpPlacement::kCollective:
+          AddCollective(i, op, reads, writes);
+          break;
+      }
     }
   }
 
@@ -86,27 +107,78 @@ class ReplicaBuilder {
     std::vector<int> readers;  // ops that read the newest version
   };
 
-  // A feed node for every non-persistable variable read before the block writes it.
-  void AddFeedNodes(const proto::BlockDesc& block, const std::vector<BlockAccess>& sub_access) {
+  // The key a name resolves to for an op on `place`.
+  int KeyFor(const std::string& name, int place, bool shared_all) {
+    if (shared_all) return kShared;
+    if (plan_.places > 1 && plan_.strategy.reduce == ReduceStrategy::kReduce && Persistable(name)) {
+      return kShared;
+    }
+    return place;
+  }
+
+  VarState& State(int key, const std::string& name) {
+    return states_[static_cast<size_t>(key + 1)][std::string_view(name)];
+  }
+
+  void AddOp(int index, const proto::OpDesc& op, int place,
+             const std::vector<const std::string*>& reads,
+             const std::vector<const std::string*>& writes, bool shared_all) {
+    OpNode& node = NewOp(OpNodeKind::kCompute, index, op.type(), place);
+    node.role = op.role();
+    const int id = node.id;
+    for (const std::string* name : reads) Read(id, KeyFor(*name, place, shared_all), *name);
+    for (const std::string* name : writes) {
+      Write(id, KeyFor(*name, place, shared_all), *name, Contains(reads, *name));
+    }
+  }
+
+  // One node for all places: reads each place's gradients, writes each
+  // place's (allreduce) or the shared copy (reduce).
+  void AddCollective(int index, const proto::OpDesc& op,
+                     const std::vector<const std::string*>& reads,
+                     const std::vector<const std::string*>& writes) {
+    OpNode& node = NewOp(OpNodeKind::kCollective, index, op.type(), -1);
+    node.role = op.role();
+    const proto::Attr* order = FindAttr(op, "order");
+    node.collective = order != nullptr ? static_cast<int>(order->i()) : 0;
+    const int id = node.id;
+    const bool reduce = op.type() == "reduce";
+    for (int p = 0; p < plan_.places; ++p) {
+      for (const std::string* name : reads) Read(id, p, *name);
+    }
+    if (reduce) {
+      for (const std::string* name : writes) Write(id, kShared, *name, false);
+      return;
+    }
+    for (int p = 0; p < plan_.places; ++p) {
+      for (const std::string* name : writes) Write(id, p, *name, true);
+    }
+  }
+
+  // A feed node per place for every non-persistable variable a place reads
+  // before anything writes it there.
+  void AddFeedNodes(const std::vector<BlockAccess>& sub_access) {
     std::unordered_set<std::string_view> written;
-    std::unordered_set<std::string_view> fed;
-    written.reserve(static_cast<size_t>(block.vars_size()));
-    state_.reserve(static_cast<size_t>(block.vars_size()));
-    persistable_.reserve(static_cast<size_t>(block.vars_size()));
-    graph_->ops.reserve(graph_->ops.size() + static_cast<size_t>(block.ops_size()));
-    graph_->vars.reserve(graph_->vars.size() + static_cast<size_t>(block.vars_size()));
-    for (int i = 0; i < block.ops_size(); ++i) {
-      const proto::OpDesc& op = block.ops(i);
+    std::vector<const std::string*> fed;
+    std::unordered_set<std::string_view> fed_set;
+    for (int i = 0; i < block_.ops_size(); ++i) {
+      const proto::OpDesc& op = block_.ops(i);
+      if (plan_.ops[i].kind == OpPlacement::kOnePlace) continue;  // shared variables only
       for (const std::string* name : DistinctNames(op.inputs(), sub_access[i].reads)) {
-        if (written.count(*name) || fed.count(*name) || Persistable(*name)) continue;
-        fed.insert(*name);
-        OpNode& feed = NewOp(OpNodeKind::kFeed, -1, "feed");
-        const int var = NewVar(*name, 0, feed.id, false);
-        graph_->ops[feed.id].outputs.push_back(var);
-        state_[*name].current = var;
+        if (written.count(*name) || fed_set.count(*name) || Persistable(*name)) continue;
+        fed_set.insert(*name);
+        fed.push_back(name);
       }
       for (const std::string* name : DistinctNames(op.outputs(), sub_access[i].writes)) {
         written.insert(*name);
+      }
+    }
+    for (int p = 0; p < plan_.places; ++p) {
+      for (const std::string* name : fed) {
+        OpNode& feed = NewOp(OpNodeKind::kFeed, -1, "feed", p);
+        const int var = NewVar(*name, 0, feed.id, false, p);
+        graph_->ops[feed.id].outputs.push_back(var);
+        State(p, *name).current = var;
       }
     }
   }
@@ -120,23 +192,23 @@ class ReplicaBuilder {
     return p;
   }
 
-  OpNode& NewOp(OpNodeKind kind, int op_index, const std::string& type) {
+  OpNode& NewOp(OpNodeKind kind, int op_index, const std::string& type, int place) {
     OpNode node;
     node.id = static_cast<int>(graph_->ops.size());
     node.kind = kind;
     node.op_index = op_index;
     node.type = type;
-    node.place = place_;
+    node.place = place;
     graph_->ops.push_back(std::move(node));
     return graph_->ops.back();
   }
 
-  int NewVar(const std::string& name, int version, int producer, bool control) {
+  int NewVar(const std::string& name, int version, int producer, bool control, int place) {
     VarNode var;
     var.id = static_cast<int>(graph_->vars.size());
     var.name = name;
     var.version = version;
-    var.place = place_;
+    var.place = place;
     var.producer = producer;
     var.control = control;
     var.persistable = !control && Persistable(name);
@@ -144,9 +216,9 @@ class ReplicaBuilder {
     return graph_->vars.back().id;
   }
 
-  void Read(int op, const std::string& name) {
-    VarState& s = state_[name];
-    if (s.current < 0) s.current = NewVar(name, 0, -1, false);  // ready at the start
+  void Read(int op, int key, const std::string& name) {
+    VarState& s = State(key, name);
+    if (s.current < 0) s.current = NewVar(name, 0, -1, false, key);  // ready at the start
     VarNode& var = graph_->vars[s.current];
     var.consumers.push_back(op);
     graph_->ops[op].inputs.push_back(var.id);
@@ -154,8 +226,8 @@ class ReplicaBuilder {
     if (var.producer >= 0) Depend(op, var.producer);
   }
 
-  void Write(int op, const std::string& name, bool also_read) {
-    VarState& s = state_[name];
+  void Write(int op, int key, const std::string& name, bool also_read) {
+    VarState& s = State(key, name);
     int version = 1;
     if (s.current >= 0) {
       const VarNode& old = graph_->vars[s.current];
@@ -173,7 +245,7 @@ class ReplicaBuilder {
         AddControlEdge(old_producer, op);
       }
     }
-    s.current = NewVar(name, version, op, false);
+    s.current = NewVar(name, version, op, false, key);
     s.readers.clear();
     graph_->ops[op].outputs.push_back(s.current);
   }
@@ -181,7 +253,8 @@ class ReplicaBuilder {
   // A dummy variable from `before` to `after`, unless `after` already waits for `before`.
   void AddControlEdge(int before, int after) {
     if (Depends(after, before)) return;
-    const int var = NewVar(StrCat("ctrl#", graph_->vars.size()), 0, before, true);
+    const int var = NewVar(StrCat("ctrl#", graph_->vars.size()), 0, before, true,
+                           graph_->ops[after].place);
     graph_->vars[var].consumers.push_back(after);
     graph_->ops[before].outputs.push_back(var);
     graph_->ops[after].inputs.push_back(var);
@@ -198,13 +271,13 @@ class ReplicaBuilder {
     graph_->ops[op].predecessors.push_back(on);
   }
 
-  const proto::ProgramDesc& program_;
-  int block_index_;
+  const DataParallelPlan& plan_;
+  const proto::BlockDesc& block_;
   const VarIndex& vars_;
-  int place_;
   SsaGraph* graph_;
-  // Keyed by views of names in the program, which outlives the builder.
-  std::unordered_map<std::string_view, VarState> state_;
+  // Per key (kShared first, then each place), keyed by views of names in the
+  // program, which outlives the builder.
+  std::vector<std::unordered_map<std::string_view, VarState>> states_;
   std::unordered_map<std::string_view, bool> persistable_;
 };
 
@@ -243,24 +316,30 @@ SsaGraph BuildSsaGraph(const proto::ProgramDesc& program, int block_index,
   RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",
              block_index, " does not exist (the program has ", program.blocks_size(), ")");
   RILL_CHECK(!options.places.empty(), kInvalidArgument, "a graph needs at least one place");
+  return BuildSsaGraph(
+      PlanDataParallel(program, block_index, static_cast<int>(options.places.size()), options.build),
+      options);
+}
+
+SsaGraph BuildSsaGraph(const DataParallelPlan& plan, const GraphOptions& options) {
+  RILL_CHECK(static_cast<int>(options.places.size()) == plan.places, kInvalidArgument,
+             "the plan is for ", plan.places, " places, the options name ", options.places.size());
   RILL_CHECK(options.streams_per_place >= 1, kInvalidArgument, "streams_per_place is ",
              options.streams_per_place, ", must be >= 1");
   SsaGraph graph;
   graph.places = options.places;
   graph.streams_per_place = options.streams_per_place;
-  graph.block_index = block_index;
-  const VarIndex vars(program, block_index);
-  for (int p = 0; p < static_cast<int>(options.places.size()); ++p) {
-    ReplicaBuilder(program, block_index, vars, p, &graph).Build();
-  }
+  graph.block_index = plan.block_index;
+  const VarIndex vars(plan.program, plan.block_index);
+  GraphBuilder(plan, vars, &graph).Build();
   for (auto& op : graph.ops) {
     std::sort(op.predecessors.begin(), op.predecessors.end());
     for (int pred : op.predecessors) graph.ops[pred].successors.push_back(op.id);
   }
   // Successors were appended in increasing op id order: already sorted and unique.
-  EstimateOpCosts(program, block_index, vars, options.batch_hint, &graph);
+  EstimateOpCosts(plan.program, plan.block_index, vars, options.batch_hint, &graph);
   if (options.assignment == StreamAssignment::kRoundRobin) {
-    for (OpNode& op : graph.ops) op.stream = op.id % graph.streams_per_place;
+    for (OpNode& op : graph.ops) op.stream = op.place < 0 ? 0 : op.id % graph.streams_per_place;
   } else {
     AssignStreams(&graph);
   }

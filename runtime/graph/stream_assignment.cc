@@ -19,12 +19,20 @@ void AssignStreams(SsaGraph* graph) {
   std::vector<double> finish(graph->ops.size(), 0.0);
   std::vector<double> ready(static_cast<size_t>(streams));
   for (OpNode& op : graph->ops) {  // ops are in a topological order
+    if (op.place < 0) {  // a collective: its work is spread over every place's streams
+      double ready_at = 0;
+      for (int pred : op.predecessors) ready_at = std::max(ready_at, finish[pred] + kCrossStreamNs);
+      op.stream = 0;
+      finish[op.id] = ready_at + op.cost_ns / static_cast<double>(places);
+      continue;
+    }
     // ready[s]: when all inputs could be on stream s.
     std::fill(ready.begin(), ready.end(), 0.0);
     for (int pred : op.predecessors) {
       const OpNode& p = graph->ops[pred];
       for (int s = 0; s < streams; ++s) {
-        const double at = finish[pred] + (p.place == op.place && p.stream == s ? 0 : kCrossStreamNs);
+        const bool same = p.place == op.place && p.stream == s;
+        const double at = finish[pred] + (same ? 0 : kCrossStreamNs);
         ready[s] = std::max(ready[s], at);
       }
     }

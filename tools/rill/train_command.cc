@@ -37,7 +37,9 @@ constexpr const char* kUsage = R"(usage: rill train [flags]
   --max-steps N            stop each epoch after N steps (default: whole epoch)
   --data DIR               IDX files (default /usr/share/datasets/fashion-mnist)
   --executor actor|sequential   the actor executor (default) or the reference
-  --threads N              threads running ops in the actor executor (default 1)
+  --places P               cpu (default) or cpu:N: N replicas, each on a slice of the batch
+  --strategy allreduce|reduce   how replicas merge gradients (default allreduce)
+  --threads N              threads running ops in the actor executor (default: one per place)
   --blas-threads N         OpenBLAS threads (default: cores / --threads)
   --save FILE              write a checkpoint of all persistable variables at the end
   --resume FILE            start from a checkpoint written by --save
@@ -54,7 +56,9 @@ struct TrainOptions {
   int64_t max_steps = -1;
   std::string data = kFashionMnistDir;
   std::string executor = "actor";
-  int threads = 1;
+  std::string places = "cpu";
+  std::string strategy = "allreduce";
+  int threads = 0;  // 0: one per place
   int blas_threads = 0;
   std::string save;
   std::string resume;
@@ -123,12 +127,14 @@ class SequentialRunner : public StepRunner {
 
 class ActorRunner : public StepRunner {
  public:
-  ActorRunner(const proto::ProgramDesc& program, Scope* scope, const ExecutionStrategy& strategy,
+  ActorRunner(const proto::ProgramDesc& program, const std::vector<Place>& places, Scope* scope,
+              const ExecutionStrategy& strategy, const BuildStrategy& build,
               std::shared_ptr<Runtime> runtime)
-      : exe_(program, {Place::Cpu()}, scope, strategy, std::move(runtime)) {}
+      : exe_(program, places, scope, strategy, std::move(runtime), 0, build) {}
   std::vector<Tensor> Run(const FeedList& feeds, const std::vector<std::string>& fetches) override {
     return exe_.Run(feeds, fetches);
   }
+  const ParallelExecutor& executor() const { return exe_; }
 
  private:
   ParallelExecutor exe_;
@@ -162,8 +168,10 @@ double PeakRssMiB() {
 }
 
 int Train(const TrainOptions& opt) {
+  const std::vector<Place> places = ParsePlaces(opt.places);
+  const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(places.size());
   const int blas = opt.blas_threads > 0 ? opt.blas_threads
-                                        : std::max(1, Runtime::HardwareThreads() / opt.threads);
+                                        : std::max(1, Runtime::HardwareThreads() / threads);
   SetBlasThreads(blas);
   const ImageDataset train = LoadFashionMnist(opt.data, /*train=*/true);
   const ImageDataset test = LoadFashionMnist(opt.data, /*train=*/false);
@@ -178,16 +186,25 @@ int Train(const TrainOptions& opt) {
   Executor().Run(startup.desc(), &scope);
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
   std::unique_ptr<StepRunner> step, eval;
+  const ActorRunner* actor_step = nullptr;
   if (opt.executor == "sequential") {
+    RILL_CHECK(places.size() == 1, kInvalidArgument,
+               "the sequential executor runs on one place; use --executor actor for --places ",
+               opt.places);
     step = std::make_unique<SequentialRunner>(main.desc(), &scope);
     eval = std::make_unique<SequentialRunner>(eval_program.desc(), &scope);
   } else {
     ExecutionStrategy strategy;
-    strategy.num_threads = opt.threads;
+    strategy.num_threads = threads;
     strategy.blas_threads = blas;
-    auto runtime = std::make_shared<Runtime>(opt.threads);
-    step = std::make_unique<ActorRunner>(main.desc(), &scope, strategy, runtime);
-    eval = std::make_unique<ActorRunner>(eval_program.desc(), &scope, strategy, runtime);
+    BuildStrategy build;
+    build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
+    auto runtime = std::make_shared<Runtime>(threads);
+    auto actors = std::make_unique<ActorRunner>(main.desc(), places, &scope, strategy, build, runtime);
+    actor_step = actors.get();
+    step = std::move(actors);
+    eval = std::make_unique<ActorRunner>(eval_program.desc(), places, &scope, strategy, build,
+                                         runtime);
   }
 
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -223,11 +240,15 @@ int Train(const TrainOptions& opt) {
     const Evaluation result = Evaluate(*eval, test, model);
     if (opt.json) {
       std::printf(
-          "{\"epoch\": %d, \"model\": \"%s\", \"executor\": \"%s\", \"threads\": %d, \"steps\": %zu, "
-          "\"train_loss\": %.6f, \"test_loss\": %.6f, \"test_accuracy\": %.4f, "
-          "\"samples_per_sec\": %.1f, \"seconds\": %.3f, \"peak_rss_mib\": %.1f}\n",
-          epoch, opt.model.c_str(), opt.executor.c_str(), opt.threads, steps, train_loss,
-          result.loss, result.accuracy, rate, seconds, PeakRssMiB());
+          "{\"epoch\": %d, \"model\": \"%s\", \"executor\": \"%s\", \"places\": %zu, "
+          "\"strategy\": \"%s\", \"threads\": %d, \"steps\": %zu, \"train_loss\": %.6f, "
+          "\"test_loss\": %.6f, \"test_accuracy\": %.4f, \"samples_per_sec\": %.1f, "
+          "\"seconds\": %.3f, \"peak_rss_mib\": %.1f, \"merges_per_step\": %d, "
+          "\"merges_overlapping_backward\": %d}\n",
+          epoch, opt.model.c_str(), opt.executor.c_str(), places.size(), opt.strategy.c_str(),
+          threads, steps, train_loss, result.loss, result.accuracy, rate, seconds, PeakRssMiB(),
+          actor_step ? actor_step->executor().last_stats().collectives : 0,
+          actor_step ? actor_step->executor().last_stats().collectives_overlapping_backward : 0);
       std::fflush(stdout);
     } else {
       std::printf("epoch %d: train loss %.4f, test loss %.4f, test accuracy %.4f, %.0f samples/s\n",
@@ -252,6 +273,8 @@ int TrainCommand(const std::vector<std::string>& args) {
   flags.Int64("--max-steps", &opt.max_steps);
   flags.String("--data", &opt.data);
   flags.String("--executor", &opt.executor);
+  flags.String("--places", &opt.places);
+  flags.String("--strategy", &opt.strategy);
   flags.Int("--threads", &opt.threads);
   flags.Int("--blas-threads", &opt.blas_threads);
   flags.String("--save", &opt.save);
@@ -261,8 +284,12 @@ int TrainCommand(const std::vector<std::string>& args) {
   if (opt.executor != "actor" && opt.executor != "sequential") {
     return flags.UsageError("--executor must be actor or sequential");
   }
-  if (opt.epochs < 1 || opt.batch < 1 || opt.threads < 1 || !(opt.lr > 0)) {
-    std::cerr << "rill train: --epochs, --batch and --threads must be >= 1 and --lr > 0\n" << kUsage;
+  if (opt.strategy != "allreduce" && opt.strategy != "reduce") {
+    return flags.UsageError("--strategy must be allreduce or reduce");
+  }
+  if (opt.epochs < 1 || opt.batch < 1 || opt.threads < 0 || !(opt.lr > 0)) {
+    std::cerr << "rill train: --epochs and --batch must be >= 1, --threads >= 0 and --lr > 0\n"
+              << kUsage;
     return 2;
   }
   return Train(opt);

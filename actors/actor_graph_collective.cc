@@ -1,0 +1,141 @@
+// Gradient merges across places. A collective node's countdown is the
+// barrier: it reaches zero when the gradient is ready on every place. The
+// merge then runs as one chunk task per place, each reducing one contiguous
+// part of the (bucketed) gradients over all places in place order, so the sum
+// is the same bits run after run and on every place. Chunks go to the front
+// of their place's stream (a merge before compute, so that communication
+// overlaps the rest of backward), and every place runs its chunks in the
+// collectives' global order. The last chunk to finish completes the node.
+#include <algorithm>
+
+#include "actors/actor_graph.h"
+
+namespace rill {
+namespace {
+
+// The part [begin, end) of `total` elements that place `p` of `places` reduces.
+void ChunkRange(int64_t total, int p, int places, int64_t* begin, int64_t* end) {
+  *begin = total * p / places;
+  *end = total * (p + 1) / places;
+}
+
+}  // namespace
+
+void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
+  const Collective& c = collectives_[nodes_[task->node].collective];
+  if (slot.backward_pending.load(std::memory_order_relaxed) > 0) {
+    slot.overlapped.fetch_add(1, std::memory_order_relaxed);
+  }
+  const int n = places();
+  if (c.reduce && !slot.cancelled.load(std::memory_order_relaxed)) {
+    // The shared copies the chunks write into, shaped like the places' gradients.
+    const auto& vars = slot.collective_vars[c.order];
+    for (size_t m = 0; m < c.members.size(); ++m) {
+      const Tensor& local = vars[m * (n + 1)]->tensor();
+      if (!local.initialized()) continue;  // reported by the chunk
+      vars[m * (n + 1) + n]->mutable_tensor()->Allocate(local.dtype(), local.shape());
+    }
+  }
+  slot.chunk_countdowns[c.order].Reset(generation, static_cast<uint32_t>(n));
+  for (int p = 0; p < n; ++p) {
+    Task* chunk = &slot.chunks[static_cast<size_t>(c.order * n + p)];
+    chunk->countdown.Reset(generation, 0);
+    SubmitChunkInOrder(slot, p, c.order, chunk);
+  }
+}
+
+void ActorGraph::SubmitChunkInOrder(Slot& slot, int place, int order, Task* chunk) {
+  PlaceOrder& po = *slot.orders[place];
+  {
+    std::lock_guard<std::mutex> lock(po.mutex);
+    if (order != po.next) {
+      po.waiting[order] = chunk;  // a merge issued earlier on every place runs first
+      return;
+    }
+  }
+  streams_[chunk->stream]->SubmitUrgent(chunk);
+}
+
+void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
+  Slot& slot = *slots_[chunk->slot];
+  const uint32_t generation = chunk->countdown.generation();
+  if (generation != slot.generation.load(std::memory_order_acquire)) return;  // left by an abort
+  const int n = places();
+  const int p = chunk->place;
+  const Collective& c = collectives_[nodes_[chunk->node].collective];
+  // This place's next merge may queue behind this one now.
+  Task* next = nullptr;
+  {
+    PlaceOrder& po = *slot.orders[p];
+    std::lock_guard<std::mutex> lock(po.mutex);
+    po.next = c.order + 1;
+    if (po.next < static_cast<int>(po.waiting.size())) std::swap(next, po.waiting[po.next]);
+  }
+  if (next != nullptr) streams_[next->stream]->SubmitUrgent(next);
+  if (!slot.cancelled.load(std::memory_order_relaxed)) {
+    stream.SetRunning(chunk->node);
+    try {
+      const auto& vars = slot.collective_vars[c.order];
+      int64_t total = 0;
+      std::vector<int64_t> sizes;
+      for (size_t m = 0; m < c.members.size(); ++m) {
+        const Tensor& first = vars[m * (n + 1)]->tensor();
+        RILL_CHECK(first.initialized(), kInvalidArgument, "gradient \"", c.members[m],
+                   "\" holds no value on place 0");
+        for (int q = 1; q < n; ++q) {
+          const Tensor& other = vars[m * (n + 1) + q]->tensor();
+          RILL_CHECK(other.initialized() && other.shape() == first.shape() &&
+                         other.dtype() == first.dtype(),
+                     kInvalidArgument, "gradient \"", c.members[m], "\" is ",
+                     other.initialized() ? other.Describe() : std::string("empty"), " on place ",
+                     q, " but ", first.Describe(), " on place 0");
+        }
+        sizes.push_back(first.numel());
+        total += first.numel();
+      }
+      int64_t begin = 0, end = 0;
+      ChunkRange(total, p, n, &begin, &end);
+      int64_t offset = 0;
+      for (size_t m = 0; m < c.members.size(); ++m) {
+        const int64_t lo = std::max(begin, offset) - offset;
+        const int64_t hi = std::min(end, offset + sizes[m]) - offset;
+        offset += sizes[m];
+        if (lo >= hi) continue;
+        Variable* const* places_vars = &vars[m * (n + 1)];
+        VisitFloatType(places_vars[0]->tensor().dtype(), [&]<class T>() {
+          // Block by block: sum the places' values in place order (the same
+          // bits on every run), then write the sum where it goes.
+          constexpr int64_t kBlock = 2048;
+          T sum[kBlock];
+          T* shared = c.reduce ? places_vars[n]->mutable_tensor()->mutable_data<T>() : nullptr;
+          for (int64_t b = lo; b < hi; b += kBlock) {
+            const int64_t len = std::min(kBlock, hi - b);
+            const T* first = places_vars[0]->tensor().data<T>() + b;
+            for (int64_t i = 0; i < len; ++i) sum[i] = first[i];
+            for (int q = 1; q < n; ++q) {
+              const T* g = places_vars[q]->tensor().data<T>() + b;
+              for (int64_t i = 0; i < len; ++i) sum[i] += g[i];
+            }
+            if (shared != nullptr) {
+              std::copy(sum, sum + len, shared + b);
+              continue;
+            }
+            for (int q = 0; q < n; ++q) {
+              T* g = places_vars[q]->mutable_tensor()->mutable_data<T>() + b;
+              std::copy(sum, sum + len, g);
+            }
+          }
+        });
+      }
+    } catch (const Error& e) {
+      FailIteration(slot, chunk->node, e);
+    }
+    stream.SetRunning(-1);
+  }
+  stream.CountExecuted();
+  if (slot.chunk_countdowns[c.order].Arrive(generation) == Countdown::Arrival::kReady) {
+    Complete(&slot.tasks[c.node], slot, generation, &stream);
+  }
+}
+
+}  // namespace rill

@@ -1,0 +1,73 @@
+// Data parallelism: how one training program becomes N replicas that each
+// take a slice of the batch and merge their gradients.
+//
+// PlanDataParallel rewrites the block and says where every op runs:
+//   - the loss gradient seed is multiplied by a per-place scale (@LOSS_SCALE@,
+//     fed n_p / B for a place given n_p of the batch's B rows), so that summing
+//     the places' gradients gives the gradient of the whole batch's mean even
+//     when the batch does not split evenly;
+//   - after the last backward write of each parameter gradient comes a
+//     collective op ("allreduce" or "reduce") merging it over the places.
+//     Gradients smaller than fuse_bytes share a collective, up to fuse_bytes
+//     together. Collectives are numbered (attribute "order") in the order
+//     their gradients complete in the program, the order every place issues them;
+//   - forward and backward ops run on every place. Optimize ops run on every
+//     place too with kAllReduce (each place updates its own parameter copy, so
+//     the copies stay identical); with kReduce they run once, on the place that
+//     owns the parameter (parameters are spread over places by size), reading
+//     and writing one shared copy.
+// With one place the plan leaves the program as it is.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "proto/program.pb.h"
+
+namespace rill {
+
+enum class ReduceStrategy {
+  kAllReduce,  // every place keeps the parameters and updates them
+  kReduce,     // one copy of each parameter, updated by its owner place
+};
+
+struct BuildStrategy {
+  ReduceStrategy reduce = ReduceStrategy::kAllReduce;
+  // Gradients under this many bytes are merged together, in buckets of up to
+  // this size (0: every gradient on its own).
+  int64_t fuse_bytes = 256 * 1024;
+};
+
+// Where the op at one index of the planned block runs.
+struct OpPlacement {
+  enum Kind {
+    kEveryPlace,  // replicated: one node per place, on the place's own variables
+    kOnePlace,    // once, on `place`, on the shared variables
+    kCollective,  // once, across all places: a gradient merge
+  };
+  Kind kind = kEveryPlace;
+  int place = 0;
+};
+
+struct DataParallelPlan {
+  proto::ProgramDesc program;  // the planned program (a copy, rewritten)
+  int block_index = 0;
+  int places = 1;
+  BuildStrategy strategy;
+  std::vector<OpPlacement> ops;    // by op index in the planned block
+  std::set<std::string> shared;    // variables with one copy for all places
+  std::string loss_scale;          // the per-place loss scale variable, or ""
+  int collectives = 0;
+
+  bool IsShared(const std::string& name) const { return shared.count(name) > 0; }
+};
+
+inline constexpr const char* kLossScaleVar = "@LOSS_SCALE@";
+
+// Plans block `block_index` (validated) for `places` places.
+DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_index, int places,
+                                  const BuildStrategy& strategy = {});
+
+}  // namespace rill
