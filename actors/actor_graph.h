@@ -217,6 +217,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // Submits a chunk task when its collective's turn has come on its place.
   void SubmitChunkInOrder(Slot& slot, int place, int order, Task* chunk);
   void RunChunk(Task* chunk, Stream& stream);
+  void MergeSparse(const Collective& c, size_t member, Slot& slot);
 
   // -- watchdog (actor_graph_watchdog.cc) --------------------------------------
   std::string DescribeNode(int node) const;

@@ -21,6 +21,25 @@ void ChunkRange(int64_t total, int p, int places, int64_t* begin, int64_t* end) 
 
 }  // namespace
 
+// A sparse gradient (selected rows): the places' rows concatenated in place
+// order, repeats summed, given to every place (allreduce) or the shared copy.
+void ActorGraph::MergeSparse(const Collective& c, size_t member, Slot& slot) {
+  const int n = places();
+  Variable* const* vars = &slot.collective_vars[c.order][member * (n + 1)];
+  std::vector<const SelectedRows*> parts;
+  for (int q = 0; q < n; ++q) {
+    RILL_CHECK(vars[q]->holds_selected_rows(), kInvalidArgument, "gradient \"",
+               c.members[member], "\" holds selected rows on place 0 but not on place ", q);
+    parts.push_back(&vars[q]->selected_rows());
+  }
+  SelectedRows merged = MergeSelectedRows(parts);
+  if (c.reduce) {
+    *vars[n]->mutable_selected_rows() = std::move(merged);
+    return;
+  }
+  for (int q = 0; q < n; ++q) *vars[q]->mutable_selected_rows() = merged;
+}
+
 void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
   const Collective& c = collectives_[nodes_[task->node].collective];
   if (slot.backward_pending.load(std::memory_order_relaxed) > 0) {
@@ -79,6 +98,11 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
       int64_t total = 0;
       std::vector<int64_t> sizes;
       for (size_t m = 0; m < c.members.size(); ++m) {
+        if (vars[m * (n + 1)]->holds_selected_rows()) {  // merged whole, by place 0's chunk
+          if (p == 0) MergeSparse(c, m, slot);
+          sizes.push_back(0);
+          continue;
+        }
         const Tensor& first = vars[m * (n + 1)]->tensor();
         RILL_CHECK(first.initialized(), kInvalidArgument, "gradient \"", c.members[m],
                    "\" holds no value on place 0");

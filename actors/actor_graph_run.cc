@@ -392,7 +392,7 @@ void ActorGraph::Release(int node, Slot& slot) {
   for (int r : nodes_[node].releases) {
     if (slot.release_counts[r].fetch_sub(1, std::memory_order_acq_rel) != 1) continue;
     slot.release_counts[r].store(releasables_[r].readers, std::memory_order_relaxed);
-    if (!slot.keep[r]) *slot.release_vars[r]->mutable_tensor() = Tensor();
+    if (!slot.keep[r]) slot.release_vars[r]->Clear();
   }
 }
 

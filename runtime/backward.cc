@@ -128,14 +128,16 @@ class BackwardPass {
     return on_path;
   }
 
-  void DeclareGrad(const std::string& forward, const std::string& grad_name = "") {
+  void DeclareGrad(const std::string& forward, const std::string& grad_name = "",
+                   bool sparse = false) {
     const std::string name = grad_name.empty() ? GradVarName(forward) : grad_name;
+    if (sparse) sparse_.insert(name);
     if (FindLocalVarDesc(block_, name) != nullptr) return;
     const proto::VarDesc* fwd = FindLocalVarDesc(block_, forward);
     RILL_CHECK(fwd != nullptr, kNotFound, "no declaration for \"", forward, "\" to derive ", name);
     proto::VarDesc* var = block_->add_vars();
     var->set_name(name);
-    var->set_kind(proto::DENSE_TENSOR);
+    var->set_kind(sparse ? proto::SELECTED_ROWS : proto::DENSE_TENSOR);
     var->set_dtype(fwd->dtype());
     *var->mutable_shape() = fwd->shape();
   }
@@ -155,7 +157,9 @@ class BackwardPass {
     // the same gradient writes a fresh name and is summed in.
     std::vector<std::pair<std::string, std::string>> accumulate;  // (grad, renamed)
     bool writes_any = false;
+    const OpSchema& schema = GetOpSchema(grad.type());
     for (auto& slot : *grad.mutable_outputs()) {
+      const bool sparse = schema.OutputIsSparse(grad, slot.name());
       auto* vars = slot.mutable_vars();
       for (int k = vars->size() - 1; k >= 0; --k) {
         const std::string v = vars->Get(k);
@@ -171,9 +175,12 @@ class BackwardPass {
         writes_any = true;
         if (!produced_.count(v)) {
           produced_.insert(v);
-          DeclareGrad(ForwardName(v));
+          DeclareGrad(ForwardName(v), "", sparse);
           continue;
         }
+        RILL_CHECK(!sparse && !sparse_.count(v), kUnimplemented, "the sparse gradient \"", v,
+                   "\" has two writers (the table is looked up twice); adding selected rows "
+                   "is not supported, look it up once or drop is_sparse");
         const std::string renamed = v + "@RENAME@" + std::to_string(rename_counter_++);
         DeclareGrad(ForwardName(v), renamed);
         *vars->Mutable(k) = renamed;
@@ -206,6 +213,7 @@ class BackwardPass {
   std::set<std::string> no_grad_;
   std::set<std::string> needs_grad_;
   std::set<std::string> produced_;
+  std::set<std::string> sparse_;  // gradients declared as selected rows
   int rename_counter_ = 0;
 };
 

@@ -276,10 +276,14 @@ Var Builder::Dropout(const Var& x, float probability) {
                   [&](proto::OpDesc* op) { SetAttr(op, "dropout_prob", probability); })[0];
 }
 
-Var Builder::Embedding(const Var& ids, int64_t vocab, int64_t dim, DataType dtype) {
+Var Builder::Embedding(const Var& ids, int64_t vocab, int64_t dim, DataType dtype,
+                       bool is_sparse) {
   Var table = Parameter(main_->UniqueName("embedding") + ".w", {vocab, dim},
                         Initializer::XavierUniform(), dtype);
-  return AppendOp("lookup_table", {{"W", {table}}, {"Ids", {ids}}}, {{"Out", 1}})[0];
+  return AppendOp("lookup_table", {{"W", {table}}, {"Ids", {ids}}}, {{"Out", 1}},
+                  [&](proto::OpDesc* op) {
+                    if (is_sparse) SetAttr(op, "is_sparse", true);
+                  })[0];
 }
 
 Var Builder::Reshape(const Var& x, const Shape& shape) {

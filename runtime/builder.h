@@ -114,8 +114,11 @@ class Builder {
   // Top-k accuracy of predictions [N, C] against int64 labels [N, 1]: a [1] float.
   Var Accuracy(const Var& predictions, const Var& label, int k = 1);
   Var Dropout(const Var& x, float probability);
-  // Rows of a [vocab, dim] table picked by int64 ids.
-  Var Embedding(const Var& ids, int64_t vocab, int64_t dim, DataType dtype = DataType::kFloat32);
+  // Rows of a [vocab, dim] table picked by int64 ids. With is_sparse the
+  // table's gradient holds only the looked-up rows (selected rows), which
+  // SGD and Adam apply to those rows only.
+  Var Embedding(const Var& ids, int64_t vocab, int64_t dim, DataType dtype = DataType::kFloat32,
+                bool is_sparse = false);
   Var Reshape(const Var& x, const Shape& shape);
   Var Concat(const std::vector<Var>& xs, int axis = 0);
   std::vector<Var> Split(const Var& x, int num, int axis = 0);

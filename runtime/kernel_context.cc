@@ -58,18 +58,45 @@ const Tensor& KernelContext::Input(const std::string& slot, int i) const {
   RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
              "op ", op_.type(), " has no input ", slot, " #", i);
   const Tensor& t = b->vars[i]->tensor();
-  RILL_CHECK(t.initialized(), kInvalidArgument, "input ", slot, " of op ", op_.type(),
-             " names variable \"", b->desc->vars(i),
-             "\", which holds no value (not fed, not initialised by the startup program, and "
-             "not written by an earlier op)");
+  if (!t.initialized()) {
+    RILL_CHECK(!b->vars[i]->holds_selected_rows(), kUnimplemented, "input ", slot, " of op ",
+               op_.type(), " names variable \"", b->desc->vars(i),
+               "\", which holds selected rows (a sparse gradient); this op needs a dense tensor");
+    Fail(ErrorCode::kInvalidArgument, "input ", slot, " of op ", op_.type(), " names variable \"",
+         b->desc->vars(i),
+         "\", which holds no value (not fed, not initialised by the startup program, and "
+         "not written by an earlier op)");
+  }
   return t;
+}
+
+bool KernelContext::InputIsSelectedRows(const std::string& slot, int i) const {
+  const Binding* b = FindBinding(inputs_, slot);
+  return b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()) &&
+         b->vars[i]->holds_selected_rows();
+}
+
+const SelectedRows& KernelContext::InputRows(const std::string& slot, int i) const {
+  RILL_CHECK(InputIsSelectedRows(slot, i), kInvalidArgument, "input ", slot, " #", i, " of op ",
+             op_.type(), " holds no selected rows");
+  return FindBinding(inputs_, slot)->vars[i]->selected_rows();
+}
+
+SelectedRows* KernelContext::OutputRows(const std::string& slot, int i) {
+  const Binding* b = FindBinding(outputs_, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
+             "op ", op_.type(), " has no output ", slot, " #", i);
+  *b->vars[i]->mutable_tensor() = Tensor();  // the variable now holds rows, not a tensor
+  return b->vars[i]->mutable_selected_rows();
 }
 
 Tensor* KernelContext::Output(const std::string& slot, int i) {
   const Binding* b = FindBinding(outputs_, slot);
   RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
              "op ", op_.type(), " has no output ", slot, " #", i);
-  return b->vars[i]->mutable_tensor();
+  Variable* v = b->vars[i];
+  if (v->holds_selected_rows()) v->Clear();  // a dense value replaces selected rows
+  return v->mutable_tensor();
 }
 
 }  // namespace rill

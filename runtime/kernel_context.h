@@ -33,6 +33,13 @@ class KernelContext {
   bool InputReady(const std::string& slot, int i = 0) const;
   const std::string& InputName(const std::string& slot, int i = 0) const;
 
+  // Row-sparse values (the gradient of an embedding looked up with is_sparse).
+  // InputIsSelectedRows says which an input holds; InputRows throws when it
+  // holds no selected rows.
+  bool InputIsSelectedRows(const std::string& slot, int i = 0) const;
+  const SelectedRows& InputRows(const std::string& slot, int i = 0) const;
+  SelectedRows* OutputRows(const std::string& slot, int i = 0);
+
   Tensor* Output(const std::string& slot, int i = 0);
   int OutputCount(const std::string& slot) const;
   bool HasOutput(const std::string& slot) const { return OutputCount(slot) > 0; }

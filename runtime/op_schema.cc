@@ -156,6 +156,20 @@ OpSchema& OpSchema::DefaultGrad() {
   return *this;
 }
 
+OpSchema& OpSchema::SparseOutput(std::string slot, std::string attr) {
+  sparse_outputs_.emplace_back(std::move(slot), std::move(attr));
+  return *this;
+}
+
+bool OpSchema::OutputIsSparse(const proto::OpDesc& op, const std::string& slot) const {
+  for (const auto& [s, attr] : sparse_outputs_) {
+    if (s != slot) continue;
+    const proto::Attr* value = ::rill::FindAttr(op, attr);
+    if (value != nullptr && value->value_case() == proto::Attr::kB && value->b()) return true;
+  }
+  return false;
+}
+
 OpSchema& OpSchema::DefaultGradPerInput() {
   DefaultGrad();
   GradMakerFn whole = std::move(grad_maker_);

@@ -87,6 +87,9 @@ class OpSchema {
   OpSchema& Kernel(Place::Kind place, KernelFn fn);
   OpSchema& CpuKernel(KernelFn fn) { return Kernel(Place::Kind::kCpu, std::move(fn)); }
   OpSchema& Grad(GradMakerFn fn);
+  // Output `slot` holds selected rows (kind SELECTED_ROWS) when the bool
+  // attribute `attr` is true: append_backward declares it so.
+  OpSchema& SparseOutput(std::string slot, std::string attr);
   // The common gradient: one op "<type>_grad" taking every forward input and
   // output and each output's gradient, producing each differentiable input's gradient.
   OpSchema& DefaultGrad();
@@ -108,6 +111,8 @@ class OpSchema {
   // nullptr when no kernel is registered for that place.
   const KernelFn* FindKernel(Place::Kind place) const;
   bool has_grad() const { return static_cast<bool>(grad_maker_); }
+  // Whether output `slot` of `op` (of this type) holds selected rows.
+  bool OutputIsSparse(const proto::OpDesc& op, const std::string& slot) const;
   const GradMakerFn& grad_maker() const { return grad_maker_; }
 
  private:
@@ -122,6 +127,7 @@ class OpSchema {
   InferShapeFn infer_shape_;
   std::map<Place::Kind, KernelFn> kernels_;
   GradMakerFn grad_maker_;
+  std::vector<std::pair<std::string, std::string>> sparse_outputs_;  // (slot, bool attribute)
 };
 
 // The attribute type a proto value holds (kInt for an int, ...).

@@ -5,6 +5,21 @@
 
 namespace rill {
 
+const SelectedRows& Variable::selected_rows() const {
+  static const SelectedRows kEmpty;
+  return rows_ ? *rows_ : kEmpty;
+}
+
+SelectedRows* Variable::mutable_selected_rows() {
+  if (!rows_) rows_ = std::make_unique<SelectedRows>();
+  return rows_.get();
+}
+
+void Variable::Clear() {
+  tensor_ = Tensor();
+  rows_.reset();
+}
+
 Variable* Scope::Var(const std::string& name) {
   {
     std::shared_lock lock(mutex_);

@@ -12,18 +12,26 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/selected_rows.h"
 #include "runtime/tensor.h"
 
 namespace rill {
 
-// A named slot holding a value. Dense tensors are the only kind so far.
+// A named slot holding a value: a dense tensor, or row-sparse selected rows.
 class Variable {
  public:
   const Tensor& tensor() const { return tensor_; }
   Tensor* mutable_tensor() { return &tensor_; }
+  // Selected rows, created empty on first use.
+  const SelectedRows& selected_rows() const;
+  SelectedRows* mutable_selected_rows();
+  bool holds_selected_rows() const { return rows_ != nullptr && rows_->initialized(); }
+  // Drops whatever the variable holds.
+  void Clear();
 
  private:
   Tensor tensor_;
+  std::unique_ptr<SelectedRows> rows_;
 };
 
 class Scope {

@@ -52,7 +52,7 @@ void CheckBlocks(const proto::ProgramDesc& program) {
       if (!names.insert(var.name()).second) {
         at.Fail(ErrorCode::kInvalidArgument, var.name(), "declared twice");
       }
-      if (var.kind() != proto::DENSE_TENSOR) {
+      if (var.kind() != proto::DENSE_TENSOR && var.kind() != proto::SELECTED_ROWS) {
         at.Fail(ErrorCode::kInvalidArgument, var.name(), "unsupported variable kind ",
                 static_cast<int>(var.kind()));
       }

@@ -69,6 +69,35 @@ void LookupTableShape(ShapeContext& ctx) {
   ctx.SetOutput("Out", LookupOutShape(ids, w[1]), ctx.InputType("W"));
 }
 
+// With is_sparse, W@GRAD is selected rows: one row per id (repeats kept),
+// holding that id's Out@GRAD row; the padding row is left out.
+void SparseLookupTableGrad(KernelContext& ctx, const Tensor& w, const Tensor& ids,
+                           int64_t padding_idx) {
+  const int64_t width = w.dim(1);
+  const int64_t n = ids.numel();
+  const int64_t* id = ids.data<int64_t>();
+  SelectedRows* dw = ctx.OutputRows("W@GRAD");
+  dw->height = w.dim(0);
+  dw->rows.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    if (id[i] == padding_idx && padding_idx >= 0) continue;
+    RILL_CHECK(id[i] >= 0 && id[i] < w.dim(0), kInvalidArgument, "Ids row ", i, " is ", id[i],
+               ", outside the table's rows [0, ", w.dim(0), ")");
+    dw->rows.push_back(id[i]);
+  }
+  const bool has_dy = ctx.InputReady("Out@GRAD");
+  VisitFloatType(w.dtype(), [&]<class T>() {
+    const T* dy = has_dy ? ctx.Input("Out@GRAD").data<T>() : nullptr;
+    T* v = dw->value.Allocate<T>({static_cast<int64_t>(dw->rows.size()), width});
+    int64_t k = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (id[i] == padding_idx && padding_idx >= 0) continue;
+      for (int64_t j = 0; j < width; ++j) v[k * width + j] = dy ? dy[i * width + j] : T(0);
+      ++k;
+    }
+  });
+}
+
 // W@GRAD is dense: zeros, then each Out@GRAD row added into the row its id
 // picked (ids may repeat). The padding row gets nothing. A missing Out@GRAD
 // means zero.
@@ -79,6 +108,16 @@ void LookupTableGradKernel(KernelContext& ctx) {
   const int64_t padding_idx = ctx.Attr<int64_t>("padding_idx");
   CheckTableAndIds(w, ids, padding_idx);
   const bool has_dy = ctx.InputReady("Out@GRAD");
+  if (has_dy) {
+    const Tensor& dy = ctx.Input("Out@GRAD");
+    RILL_CHECK(dy.numel() == ids.numel() * w.dim(1), kInvalidArgument, "Out@GRAD has shape ",
+               ShapeToString(dy.shape()), ", want ",
+               ShapeToString(LookupOutShape(ids.shape(), w.dim(1))));
+  }
+  if (ctx.Attr<bool>("is_sparse")) {
+    SparseLookupTableGrad(ctx, w, ids, padding_idx);
+    return;
+  }
   Tensor* dw = ctx.Output("W@GRAD");
   VisitFloatType(w.dtype(), [&]<class T>() {
     const int64_t rows = w.dim(0);
@@ -140,6 +179,8 @@ RILL_REGISTER_OP(lookup_table,
                      .Input("Ids", "int64 row indices [N, 1] or [N]", kNoGradient)
                      .Output("Out", "the looked-up rows [N, D]")
                      .Attr("padding_idx", -1, "id whose row reads as zeros; -1: none", AtLeast(-1))
+                     .Attr("is_sparse", false,
+                           "the gradient of W is selected rows (only the looked-up rows)")
                      .InferShape(LookupTableShape)
                      .CpuKernel(LookupTableKernel)
                      .Grad(LookupTableGrad));
@@ -150,9 +191,12 @@ RILL_REGISTER_OP(lookup_table_grad,
                      .Input("W", "the forward table (for its shape and type)")
                      .Input("Ids", "the forward ids", kNoGradient)
                      .Input("Out@GRAD", "gradient of Out; absent means zero", kOptional)
-                     .Output("W@GRAD", "dense gradient of W", kOptional)
+                     .Output("W@GRAD", "gradient of W: dense, or selected rows with is_sparse",
+                             kOptional)
                      .Attr("padding_idx", -1, "id whose row gets no gradient; -1: none",
                            AtLeast(-1))
+                     .Attr("is_sparse", false, "W@GRAD as selected rows")
+                     .SparseOutput("W@GRAD", "is_sparse")
                      .InferShape(LookupTableGradShape)
                      .CpuKernel(LookupTableGradKernel));
 

@@ -1,7 +1,6 @@
 // adam: Adam with bias correction, computed as PyTorch's torch.optim.Adam does.
 // Beta1Pow/Beta2Pow hold beta^t for the current step t (beta itself at step 1)
 // and are advanced by one step. Param and the moments are updated in place.
-#include <charconv>
 #include <cmath>
 #include <cstring>
 
@@ -10,6 +9,7 @@
 #define RILL_ADAM_X86 1
 #endif
 
+#include "ops/optimizer/optimizer_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -18,22 +18,6 @@ namespace {
 
 // A float32 such as 0.9f stands for the decimal 0.9: widening it through its
 // shortest decimal form gives the double a Python user would have written.
-double DecimalDouble(float f) {
-  char text[32];
-  const auto printed = std::to_chars(text, text + sizeof(text), f);
-  double d = static_cast<double>(f);
-  if (printed.ec == std::errc()) std::from_chars(text, printed.ptr, d);
-  return d;
-}
-
-double ReadScalar(const Tensor& t, const char* slot) {
-  RILL_CHECK(t.numel() == 1, kInvalidArgument, slot, " must hold one element, is ", t.Describe());
-  if (t.dtype() == DataType::kFloat32) return DecimalDouble(t.data<float>()[0]);
-  RILL_CHECK(t.dtype() == DataType::kFloat64, kInvalidArgument, slot,
-             " must be float32 or float64, is ", t.Describe());
-  return t.data<double>()[0];
-}
-
 // Writes one value into a one-element output of the given float type. `shape`
 // is copied by Allocate before anything else changes, so it may be out's own.
 void WriteScalar(Tensor* out, DataType dtype, const Shape& shape, double value) {
@@ -206,7 +190,11 @@ void AdamUpdate(T* p, T* m, T* v, const T* g, int64_t n, const AdamCoefficients<
 
 void AdamKernel(KernelContext& ctx) {
   const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
+  // A sparse gradient updates its rows only ("lazy" Adam, as PyTorch's
+  // SparseAdam): the other rows keep their moments and values.
+  const bool sparse = ctx.InputIsSelectedRows("Grad");
+  const SelectedRows sparse_grad = sparse ? SparseGrad(ctx, param) : SelectedRows();
+  const Tensor& grad = sparse ? sparse_grad.value : ctx.Input("Grad");
   const Tensor& moment1 = ctx.Input("Moment1");
   const Tensor& moment2 = ctx.Input("Moment2");
   const Tensor& beta1_pow = ctx.Input("Beta1Pow");
@@ -221,9 +209,12 @@ void AdamKernel(KernelContext& ctx) {
   const double epsilon = DecimalDouble(ctx.Attr<float>("epsilon"));
   RILL_CHECK(pow1 < 1 && pow2 < 1, kInvalidArgument, "Beta1Pow (", pow1, ") and Beta2Pow (", pow2,
              ") must be below 1");
-  for (const Tensor* t : {&grad, &moment1, &moment2}) {
+  RILL_CHECK(sparse || (grad.shape() == param.shape() && grad.dtype() == param.dtype()),
+             kInvalidArgument, "Grad ", grad.Describe(), " does not match Param ",
+             param.Describe());
+  for (const Tensor* t : {&moment1, &moment2}) {
     RILL_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(), kInvalidArgument,
-               "Grad, Moment1 and Moment2 must match Param ", param.Describe(), "; one is ",
+               "Moment1 and Moment2 must match Param ", param.Describe(), "; one is ",
                t->Describe());
   }
   Tensor* param_out = ctx.Output("ParamOut");
@@ -253,7 +244,15 @@ void AdamKernel(KernelContext& ctx) {
     c.step_size = static_cast<T>(lr / (1 - pow1));
     c.bias_correction2_sqrt = static_cast<T>(std::sqrt(1 - pow2));
     c.epsilon = static_cast<T>(epsilon);
-    AdamUpdate(p, m, v, g, n, c);
+    if (!sparse) {
+      AdamUpdate(p, m, v, g, n, c);
+      return;
+    }
+    const int64_t width = param.dim(0) == 0 ? 0 : n / param.dim(0);
+    for (size_t i = 0; i < sparse_grad.rows.size(); ++i) {
+      const int64_t at = sparse_grad.rows[i] * width;
+      AdamUpdate(p + at, m + at, v + at, g + static_cast<int64_t>(i) * width, width, c);
+    }
   });
   WriteScalar(ctx.Output("Beta1PowOut"), pow1_type, beta1_pow.shape(), pow1 * beta1);
   WriteScalar(ctx.Output("Beta2PowOut"), pow2_type, beta2_pow.shape(), pow2 * beta2);
@@ -264,7 +263,8 @@ void AdamKernel(KernelContext& ctx) {
 RILL_REGISTER_OP(adam, OpSchema("adam")
                            .Doc("Adam with bias correction (as torch.optim.Adam), in place.")
                            .Input("Param", "the parameter")
-                           .Input("Grad", "its gradient, same shape and type")
+                           .Input("Grad", "its gradient, same shape and type; or selected "
+                                          "rows, which update only their rows")
                            .Input("LearningRate", "learning rate, one float element")
                            .Input("Moment1", "first moment, same shape and type as Param")
                            .Input("Moment2", "second moment, same shape and type as Param")

@@ -1,31 +1,13 @@
 // momentum: VelocityOut = mu * Velocity + Grad; ParamOut = Param - lr * VelocityOut,
 // or with Nesterov Param - lr * (Grad + mu * VelocityOut). Updates in place.
-#include <charconv>
 #include <cstring>
 
+#include "ops/optimizer/optimizer_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
-
-// A float32 such as 0.9f stands for the decimal 0.9: widening it through its
-// shortest decimal form gives the double a Python user would have written.
-double DecimalDouble(float f) {
-  char text[32];
-  const auto printed = std::to_chars(text, text + sizeof(text), f);
-  double d = static_cast<double>(f);
-  if (printed.ec == std::errc()) std::from_chars(text, printed.ptr, d);
-  return d;
-}
-
-double ReadScalar(const Tensor& t, const char* slot) {
-  RILL_CHECK(t.numel() == 1, kInvalidArgument, slot, " must hold one element, is ", t.Describe());
-  if (t.dtype() == DataType::kFloat32) return DecimalDouble(t.data<float>()[0]);
-  RILL_CHECK(t.dtype() == DataType::kFloat64, kInvalidArgument, slot,
-             " must be float32 or float64, is ", t.Describe());
-  return t.data<double>()[0];
-}
 
 void CheckLikeParam(ShapeContext& ctx, const std::string& slot) {
   const Shape& param = ctx.InputShape("Param");
@@ -78,7 +60,9 @@ void MomentumUpdate(T* __restrict p, T* __restrict v, const T* __restrict g, int
 
 void MomentumKernel(KernelContext& ctx) {
   const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
+  // The velocity decays everywhere, so a sparse gradient is applied dense.
+  const Tensor dense = ctx.InputIsSelectedRows("Grad") ? SparseGrad(ctx, param).ToDense() : Tensor();
+  const Tensor& grad = dense.initialized() ? dense : ctx.Input("Grad");
   const Tensor& velocity = ctx.Input("Velocity");
   const double lr = ReadScalar(ctx.Input("LearningRate"), "LearningRate");
   const double mu = DecimalDouble(ctx.Attr<float>("mu"));

@@ -1,30 +1,12 @@
 // sgd: ParamOut = Param - LearningRate * Grad, in place when ParamOut is Param.
-#include <charconv>
 #include <cstring>
 
+#include "ops/optimizer/optimizer_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
-
-// A float32 such as 0.001f stands for the decimal 0.001: widening it through
-// its shortest decimal form gives the double a Python user would have written.
-double DecimalDouble(float f) {
-  char text[32];
-  const auto printed = std::to_chars(text, text + sizeof(text), f);
-  double d = static_cast<double>(f);
-  if (printed.ec == std::errc()) std::from_chars(text, printed.ptr, d);
-  return d;
-}
-
-double ReadScalar(const Tensor& t, const char* slot) {
-  RILL_CHECK(t.numel() == 1, kInvalidArgument, slot, " must hold one element, is ", t.Describe());
-  if (t.dtype() == DataType::kFloat32) return DecimalDouble(t.data<float>()[0]);
-  RILL_CHECK(t.dtype() == DataType::kFloat64, kInvalidArgument, slot,
-             " must be float32 or float64, is ", t.Describe());
-  return t.data<double>()[0];
-}
 
 void CheckLikeParam(ShapeContext& ctx, const std::string& slot) {
   const Shape& param = ctx.InputShape("Param");
@@ -60,10 +42,32 @@ void SgdUpdate(T* __restrict p, const T* __restrict g, int64_t n, T lr) {
   for (int64_t i = 0; i < n; ++i) p[i] -= lr * g[i];
 }
 
+// Selected rows: only the rows the gradient holds change.
+void SparseSgdKernel(KernelContext& ctx, const Tensor& param, double lr) {
+  const SelectedRows grad = SparseGrad(ctx, param);
+  Tensor* param_out = ctx.Output("ParamOut");
+  VisitFloatType(param.dtype(), [&]<class T>() {
+    const T* p_in = param.data<T>();
+    const int64_t n = param.numel();
+    T* p = param_out->Allocate<T>(param.shape());
+    if (p != p_in) std::memcpy(p, p_in, static_cast<size_t>(n) * sizeof(T));
+    const int64_t width = param.dim(0) == 0 ? 0 : n / param.dim(0);
+    const T* g = grad.value.data<T>();
+    for (size_t i = 0; i < grad.rows.size(); ++i) {
+      SgdUpdate(p + grad.rows[i] * width, g + static_cast<int64_t>(i) * width, width,
+                static_cast<T>(lr));
+    }
+  });
+}
+
 void SgdKernel(KernelContext& ctx) {
   const Tensor& param = ctx.Input("Param");
-  const Tensor& grad = ctx.Input("Grad");
   const double lr = ReadScalar(ctx.Input("LearningRate"), "LearningRate");
+  if (ctx.InputIsSelectedRows("Grad")) {
+    SparseSgdKernel(ctx, param, lr);
+    return;
+  }
+  const Tensor& grad = ctx.Input("Grad");
   RILL_CHECK(grad.shape() == param.shape() && grad.dtype() == param.dtype(), kInvalidArgument,
              "Grad ", grad.Describe(), " does not match Param ", param.Describe());
   Tensor* param_out = ctx.Output("ParamOut");
@@ -84,7 +88,7 @@ void SgdKernel(KernelContext& ctx) {
 RILL_REGISTER_OP(sgd, OpSchema("sgd")
                           .Doc("ParamOut = Param - LearningRate * Grad.")
                           .Input("Param", "the parameter")
-                          .Input("Grad", "its gradient, same shape and type")
+                          .Input("Grad", "its gradient, same shape and type; or selected rows")
                           .Input("LearningRate", "learning rate, one float element")
                           .Output("ParamOut", "the updated parameter (usually Param itself)")
                           .InferShape(SgdShape)

@@ -13,6 +13,7 @@
 #include "runtime/executor.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
+#include "runtime/op_desc.h"
 #include "runtime/optimizer.h"
 #include "tests/testing/gradient_check.h"
 
@@ -63,12 +64,12 @@ Model Cnn() {
           }};
 }
 
-Model Embedding() {
-  return {"embedding",
-          [](Builder& b) {
+Model Embedding(bool sparse = false) {
+  return {sparse ? "sparse" : "embedding",
+          [sparse](Builder& b) {
             Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
             Var label = b.Data("label", {-1, 1}, DataType::kInt64);
-            Var e = b.Embedding(ids, 20, 6, kF64);
+            Var e = b.Embedding(ids, 20, 6, kF64, sparse);
             return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(e, 3), label));
           },
           [](int step, int64_t batch) {
@@ -147,7 +148,7 @@ class DataParallelTest
 Model ByName(const std::string& name) {
   if (name == "mlp") return Mlp();
   if (name == "cnn") return Cnn();
-  return Embedding();
+  return Embedding(name == "sparse");
 }
 
 TEST_P(DataParallelTest, PlacesWithTheGlobalBatchTrainLikeOnePlace) {
@@ -160,7 +161,8 @@ TEST_P(DataParallelTest, PlacesWithTheGlobalBatchTrainLikeOnePlace) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, DataParallelTest,
-    ::testing::Combine(::testing::Values("mlp", "cnn", "embedding"), ::testing::Values(2, 4),
+    ::testing::Combine(::testing::Values("mlp", "cnn", "embedding", "sparse"),
+                       ::testing::Values(2, 4),
                        ::testing::Values(ReduceStrategy::kAllReduce, ReduceStrategy::kReduce)),
     [](const auto& info) {
       return StrCat(std::get<0>(info.param), std::get<1>(info.param), "Places",
@@ -175,6 +177,28 @@ TEST(DataParallelEdgeTest, UnevenAndTinyBatchesTrainLikeOnePlace) {
       const Trained many = Train(Mlp(), places, ReduceStrategy::kAllReduce, batch, 5);
       ExpectClose(one, many, 1e-5);
     }
+  }
+}
+
+TEST(DataParallelEdgeTest, SparseEmbeddingGradientsAreSelectedRowsAndTouchOnlyTheirRows) {
+  Program main, startup;
+  Builder b(&main, &startup, 11);
+  Var loss = Embedding(/*sparse=*/true).build(b);
+  Adam(0.01f).Minimize(b, loss);
+  const proto::VarDesc* grad = FindVarDesc(main.desc(), 0, "embedding_0.w@GRAD");
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(grad->kind(), proto::SELECTED_ROWS);
+  Scope scope;
+  Executor().Run(startup.desc(), &scope);
+  const Tensor before = scope.GetTensor("embedding_0.w").Clone();
+  ParallelExecutor exe(main.desc(), {Place::Cpu(), Place::Cpu()}, &scope);
+  Tensor ids = testing::MakeTensor<int64_t>({4, 1}, {2, 5, 2, 9});
+  exe.Run({{"ids", ids}, {"label", Labels(4, 0, 3)}}, {loss.name});
+  const Tensor& after = scope.GetTensor("embedding_0.w");
+  for (int64_t row = 0; row < 20; ++row) {
+    bool changed = false;
+    for (int64_t j = 0; j < 6; ++j) changed |= after.GetAsDouble(row * 6 + j) != before.GetAsDouble(row * 6 + j);
+    EXPECT_EQ(changed, row == 2 || row == 5 || row == 9) << "row " << row;
   }
 }
 
