@@ -129,3 +129,36 @@ TEST(BackwardTest, LossMustBeAScalar) {
 
 }  // namespace
 }  // namespace rill
+
+namespace rill {
+namespace {
+
+TEST(BackwardTest, SparseEmbeddingGradientIsDeclaredSelectedRows) {
+  Program main, startup;
+  Builder b(&main, &startup);
+  Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
+  Var loss = b.Mean(b.Embedding(ids, 10, 4, DataType::kFloat32, /*is_sparse=*/true));
+  AppendBackward(&main, loss.name);
+  const proto::VarDesc* grad = FindVarDesc(main.desc(), 0, "embedding_0.w@GRAD");
+  ASSERT_NE(grad, nullptr);
+  EXPECT_EQ(grad->kind(), proto::SELECTED_ROWS);
+}
+
+TEST(BackwardTest, ASparseTableLookedUpTwiceIsAClearError) {
+  Program main, startup;
+  Builder b(&main, &startup);
+  Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
+  Var first = b.Embedding(ids, 10, 4, DataType::kFloat32, true);
+  Var second = b.AppendOp("lookup_table", {{"W", {b.Lookup("embedding_0.w")}}, {"Ids", {ids}}},
+                          {{"Out", 1}}, [](proto::OpDesc* op) { SetAttr(op, "is_sparse", true); })[0];
+  Var loss = b.Mean(b.Add(first, second));
+  try {
+    AppendBackward(&main, loss.name);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("looked up twice"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace rill

@@ -4,6 +4,8 @@
 #include <functional>
 #include <string>
 
+#include "runtime/kernel_context.h"
+#include "runtime/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
@@ -125,6 +127,50 @@ TEST(LookupTableOpTest, BadShapesThrow) {
                       {{"Out", 1}},
                       Padding(4)}),
                Error);
+}
+
+}  // namespace
+}  // namespace rill::testing
+
+namespace rill::testing {
+namespace {
+
+TEST(LookupTableOpTest, SparseGradientIsTheLookedUpRowsAndDensifiesToTheDenseOne) {
+  Tensor w = RandomTensor({5, 3}, 1);
+  Tensor ids = MakeTensor<int64_t>({4, 1}, {3, 1, 3, 0});
+  Tensor dy = RandomTensor({4, 3}, 2);
+  for (const bool padded : {false, true}) {
+    SCOPED_TRACE(padded ? "padding_idx 1" : "no padding");
+    Scope scope;
+    scope.Var("W")->mutable_tensor()->CopyFrom(w);
+    scope.Var("Ids")->mutable_tensor()->CopyFrom(ids);
+    scope.Var("dY")->mutable_tensor()->CopyFrom(dy);
+    proto::OpDesc op;
+    op.set_type("lookup_table_grad");
+    SetInput(&op, "W", {"W"});
+    SetInput(&op, "Ids", {"Ids"});
+    SetInput(&op, "Out@GRAD", {"dY"});
+    SetOutput(&op, "W@GRAD", {"dW"});
+    SetAttr(&op, "padding_idx", padded ? 1 : -1);
+    const OpSchema& schema = GetOpSchema("lookup_table_grad");
+    SetAttr(&op, "is_sparse", true);
+    KernelContext ctx(op, schema, &scope, Place::Cpu(), 1);
+    (*schema.FindKernel(Place::Kind::kCpu))(ctx);
+    EXPECT_FALSE(scope.GetTensor("dW").initialized());
+    const SelectedRows& rows = scope.FindVar("dW")->selected_rows();
+    EXPECT_EQ(rows.rows, padded ? (std::vector<int64_t>{3, 3, 0}) : (std::vector<int64_t>{3, 1, 3, 0}));
+    EXPECT_EQ(rows.height, 5);
+    EXPECT_TRUE(schema.OutputIsSparse(op, "W@GRAD"));
+    // The dense gradient of the same lookup, computed by the dense kernel.
+    SetAttr(&op, "is_sparse", false);
+    SetOutput(&op, "W@GRAD", {"dense"});
+    KernelContext dense_ctx(op, schema, &scope, Place::Cpu(), 1);
+    (*schema.FindKernel(Place::Kind::kCpu))(dense_ctx);
+    const auto want = ToDoubles(scope.GetTensor("dense"));
+    const auto got = ToDoubles(rows.ToDense());
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < want.size(); ++i) EXPECT_DOUBLE_EQ(got[i], want[i]) << i;
+  }
 }
 
 }  // namespace
