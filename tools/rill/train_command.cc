@@ -16,6 +16,7 @@
 
 #include "actors/parallel_executor.h"
 #include "ops/math/blas.h"
+#include "runtime/buffer_pool.h"
 #include "runtime/dataset/fashion_mnist.h"
 #include "runtime/executor.h"
 #include "runtime/io/checkpoint.h"
@@ -243,10 +244,12 @@ int Train(const TrainOptions& opt) {
           "{\"epoch\": %d, \"model\": \"%s\", \"executor\": \"%s\", \"places\": %zu, "
           "\"strategy\": \"%s\", \"threads\": %d, \"steps\": %zu, \"train_loss\": %.6f, "
           "\"test_loss\": %.6f, \"test_accuracy\": %.4f, \"samples_per_sec\": %.1f, "
-          "\"seconds\": %.3f, \"peak_rss_mib\": %.1f, \"merges_per_step\": %d, "
+          "\"seconds\": %.3f, \"peak_rss_mib\": %.1f, \"peak_tensor_mib\": %.1f, "
+          "\"merges_per_step\": %d, "
           "\"merges_overlapping_backward\": %d}\n",
           epoch, opt.model.c_str(), opt.executor.c_str(), places.size(), opt.strategy.c_str(),
           threads, steps, train_loss, result.loss, result.accuracy, rate, seconds, PeakRssMiB(),
+          static_cast<double>(BufferPool::Instance().Stats().peak_in_use_bytes) / (1 << 20),
           actor_step ? actor_step->executor().last_stats().collectives : 0,
           actor_step ? actor_step->executor().last_stats().collectives_overlapping_backward : 0);
       std::fflush(stdout);
