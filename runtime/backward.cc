@@ -3,6 +3,7 @@
 #include <map>
 
 #include "runtime/error.h"
+#include "runtime/graph/block_access.h"
 #include "runtime/op_desc.h"
 #include "runtime/op_registry.h"
 
@@ -19,13 +20,22 @@ std::string ForwardName(const std::string& grad) {
   return grad.substr(0, grad.size() - std::string(kGradSuffix).size());
 }
 
+// Appends the gradient ops of the ops of one block (`forward`) to a block
+// (`target`: the same block for the main program, a new grad block for the
+// sub-block of an op such as parallel_do). Variables are looked up through
+// the forward block's ancestors; gradients are declared in the target block.
 class BackwardPass {
  public:
-  BackwardPass(Program* program, std::set<std::string> no_grad)
-      : block_(program->root()), no_grad_(std::move(no_grad)) {}
+  BackwardPass(Program* program, int forward, int target, std::set<std::string> no_grad,
+               std::set<std::string> outer_needs_grad = {})
+      : program_(program),
+        forward_index_(forward),
+        target_index_(target),
+        no_grad_(std::move(no_grad)),
+        needs_grad_(std::move(outer_needs_grad)) {}
 
   std::vector<ParamGrad> Run(const std::string& loss) {
-    const proto::VarDesc* loss_desc = FindLocalVarDesc(block_, loss);
+    const proto::VarDesc* loss_desc = Declared(loss);
     RILL_CHECK(loss_desc != nullptr, kNotFound, "loss variable \"", loss, "\" is not declared");
     const Shape loss_shape = VarShape(*loss_desc);
     bool one_element = true;
@@ -34,9 +44,8 @@ class BackwardPass {
                    loss_desc->dtype() != proto::INT64,
                kInvalidArgument, "loss \"", loss, "\" must be a one-element float tensor, is ",
                ShapeToString(loss_shape));
-    const int forward_ops = block_->ops_size();
+    const int forward_ops = forward()->ops_size();
     MarkVariablesNeedingGrad(forward_ops);
-    std::vector<bool> on_path = OpsOnPathToLoss(loss, forward_ops);
 
     // d loss / d loss = 1.
     proto::OpDesc seed;
@@ -48,22 +57,11 @@ class BackwardPass {
     seed.set_role(proto::ROLE_LOSS_GRAD);
     DeclareGrad(loss);
     produced_.insert(GradVarName(loss));
-    *block_->add_ops() = seed;
+    *target()->add_ops() = seed;
 
-    for (int i = forward_ops - 1; i >= 0; --i) {
-      if (!on_path[i]) continue;
-      const proto::OpDesc forward = block_->ops(i);
-      if (!AnyInputNeedsGrad(forward)) continue;
-      const OpSchema& schema = GetOpSchema(forward.type());
-      if (!schema.has_grad()) {
-        Fail(ErrorCode::kUnimplemented, "block 0, op ", i, " (", forward.type(),
-             ") lies between a parameter and the loss but has no gradient");
-      }
-      for (proto::OpDesc grad : schema.grad_maker()(forward)) AppendGradOp(std::move(grad));
-    }
-
+    AppendGradOps(forward_ops, {loss});
     std::vector<ParamGrad> pairs;
-    for (const auto& var : block_->vars()) {
+    for (const auto& var : forward()->vars()) {
       if (var.parameter() && produced_.count(GradVarName(var.name()))) {
         pairs.push_back({var.name(), GradVarName(var.name())});
       }
@@ -71,25 +69,57 @@ class BackwardPass {
     return pairs;
   }
 
+  // For a sub-block: the gradients of `outputs` (outer variables the block
+  // writes) are given; appends the ops that make the gradients of what needs
+  // one. Returns the gradients produced of variables declared outside the
+  // block (its inputs and the parameters it reads).
+  std::vector<std::string> RunForOutputs(const std::vector<std::string>& output_grads) {
+    const int forward_ops = forward()->ops_size();
+    MarkVariablesNeedingGrad(forward_ops);
+    std::vector<std::string> outputs;
+    for (const auto& g : output_grads) {
+      produced_.insert(g);
+      outputs.push_back(ForwardName(g));
+    }
+    AppendGradOps(forward_ops, outputs);
+    std::vector<std::string> outer;
+    for (const auto& g : produced_) {
+      const std::string fwd = ForwardName(g);
+      if (FindLocalVarDesc(forward(), fwd) != nullptr) continue;  // the block's own
+      if (std::find(output_grads.begin(), output_grads.end(), g) != output_grads.end()) continue;
+      outer.push_back(g);
+    }
+    return outer;
+  }
+
  private:
+  proto::BlockDesc* forward() { return program_->desc().mutable_blocks(forward_index_); }
+  proto::BlockDesc* target() { return program_->desc().mutable_blocks(target_index_); }
+  const proto::VarDesc* Declared(const std::string& name) const {
+    return FindVarDesc(program_->desc(), forward_index_, name);
+  }
+
   bool Trainable(const proto::VarDesc& var) const {
     return var.parameter() && !var.stop_gradient() && !no_grad_.count(var.name());
   }
 
-  // needs_grad_: parameters, and whatever a differentiable slot computes from them.
+  // needs_grad_: parameters (of this block and its ancestors), and whatever a
+  // differentiable slot computes from them.
   void MarkVariablesNeedingGrad(int forward_ops) {
-    for (const auto& var : block_->vars()) {
-      if (Trainable(var)) needs_grad_.insert(var.name());
+    for (int b = forward_index_; b >= 0; b = program_->desc().blocks(b).parent_idx()) {
+      for (const auto& var : program_->desc().blocks(b).vars()) {
+        if (Trainable(var)) needs_grad_.insert(var.name());
+      }
     }
     for (int i = 0; i < forward_ops; ++i) {
-      const auto& op = block_->ops(i);
+      const auto& op = forward()->ops(i);
       const OpSchema& schema = GetOpSchema(op.type());
       if (!AnyInputNeedsGrad(op)) continue;
       for (const auto& slot : op.outputs()) {
         const SlotSpec* spec = schema.FindOutput(slot.name());
         if (spec == nullptr || !spec->differentiable()) continue;
         for (const auto& name : slot.vars()) {
-          const proto::VarDesc* desc = FindLocalVarDesc(block_, name);
+          const proto::VarDesc* desc = Declared(name);
           if (desc != nullptr && !desc->stop_gradient() && !no_grad_.count(name)) {
             needs_grad_.insert(name);
           }
@@ -98,8 +128,25 @@ class BackwardPass {
     }
   }
 
+  // Inputs of an op, with what its sub-block reads from outside for block ops.
+  std::set<std::string> Reads(const proto::OpDesc& op) const {
+    std::set<std::string> names;
+    for (const auto& slot : op.inputs()) names.insert(slot.vars().begin(), slot.vars().end());
+    for (int sub : SubBlocksOf(op)) {
+      const BlockAccess access = ExternalAccess(program_->desc(), sub);
+      names.insert(access.reads.begin(), access.reads.end());
+    }
+    return names;
+  }
+
   bool AnyInputNeedsGrad(const proto::OpDesc& op) const {
     const OpSchema& schema = GetOpSchema(op.type());
+    if (schema.grad_block()) {
+      for (const auto& name : Reads(op)) {
+        if (needs_grad_.count(name)) return true;
+      }
+      return false;
+    }
     for (const auto& slot : op.inputs()) {
       const SlotSpec* spec = schema.FindInput(slot.name());
       if (spec == nullptr || !spec->differentiable()) continue;
@@ -110,36 +157,109 @@ class BackwardPass {
     return false;
   }
 
-  std::vector<bool> OpsOnPathToLoss(const std::string& loss, int forward_ops) const {
-    std::set<std::string> wanted{loss};
+  std::vector<bool> OpsOnPath(const std::vector<std::string>& targets, int forward_ops) const {
+    std::set<std::string> wanted(targets.begin(), targets.end());
     std::vector<bool> on_path(static_cast<size_t>(forward_ops), false);
     for (int i = forward_ops - 1; i >= 0; --i) {
-      const auto& op = block_->ops(i);
+      const auto& op = program_->desc().blocks(forward_index_).ops(i);
       bool writes_wanted = false;
       for (const auto& slot : op.outputs()) {
         for (const auto& name : slot.vars()) writes_wanted |= wanted.count(name) > 0;
       }
       if (!writes_wanted) continue;
       on_path[static_cast<size_t>(i)] = true;
-      for (const auto& slot : op.inputs()) {
-        for (const auto& name : slot.vars()) wanted.insert(name);
-      }
+      for (const auto& name : Reads(op)) wanted.insert(name);
     }
     return on_path;
   }
 
-  void DeclareGrad(const std::string& forward, const std::string& grad_name = "",
+  void AppendGradOps(int forward_ops, const std::vector<std::string>& targets) {
+    const std::vector<bool> on_path = OpsOnPath(targets, forward_ops);
+    for (int i = forward_ops - 1; i >= 0; --i) {
+      if (!on_path[i]) continue;
+      const proto::OpDesc forward_op = forward()->ops(i);
+      if (!AnyInputNeedsGrad(forward_op)) continue;
+      const OpSchema& schema = GetOpSchema(forward_op.type());
+      if (schema.grad_block()) {
+        AppendGradOp(BlockGradOp(forward_op, schema));
+        continue;
+      }
+      if (!schema.has_grad()) {
+        Fail(ErrorCode::kUnimplemented, "block ", forward_index_, ", op ", i, " (",
+             forward_op.type(), ") lies between a parameter and the loss but has no gradient");
+      }
+      for (proto::OpDesc grad : schema.grad_maker()(forward_op)) AppendGradOp(std::move(grad));
+    }
+  }
+
+  // The gradient of an op that runs a sub-block: a new block (child of the
+  // sub-block, so it sees the forward values) holds the gradient ops of the
+  // sub-block's ops, and "<type>_grad" runs it. Its outputs: "<Slot>@GRAD" for
+  // the differentiable input slots, "Params@GRAD" for the parameters the
+  // sub-block reads; the names the grad block writes them under are its
+  // attributes "input_grads" and "param_grads".
+  proto::OpDesc BlockGradOp(const proto::OpDesc& forward_op, const OpSchema& schema) {
+    const int sub = static_cast<int>(FindAttr(forward_op, *schema.grad_block())->block());
+    proto::BlockDesc* grad_block = program_->desc().add_blocks();
+    const int grad_index = program_->desc().blocks_size() - 1;
+    grad_block->set_idx(grad_index);
+    grad_block->set_parent_idx(sub);
+    std::vector<std::string> output_grads;
+    for (const auto& slot : forward_op.outputs()) {
+      for (const auto& name : slot.vars()) {
+        if (produced_.count(GradVarName(name))) output_grads.push_back(GradVarName(name));
+      }
+    }
+    BackwardPass inner(program_, sub, grad_index, no_grad_, needs_grad_);
+    const std::vector<std::string> outer = inner.RunForOutputs(output_grads);
+
+    proto::OpDesc grad;
+    grad.set_type(forward_op.type() + "_grad");
+    *grad.mutable_inputs() = forward_op.inputs();
+    std::vector<std::string> dout;
+    for (const auto& g : output_grads) dout.push_back(g);
+    SetInput(&grad, "Outputs@GRAD", dout);
+    *grad.mutable_attrs() = forward_op.attrs();
+    SetBlockAttr(&grad, *schema.grad_block(), grad_index);
+    SetBlockAttr(&grad, "forward_block", sub);
+    std::vector<std::string> input_grads, local_input_grads, param_grads;
+    for (const auto& slot : schema.inputs()) {
+      if (!slot.differentiable()) continue;
+      std::vector<std::string> names;
+      for (const auto& name : InputVars(forward_op, slot.name)) {
+        const std::string g = GradVarName(name);
+        if (std::find(outer.begin(), outer.end(), g) == outer.end()) continue;
+        names.push_back(g);
+        local_input_grads.push_back(g);
+      }
+      if (!names.empty()) SetOutput(&grad, slot.name + kGradSuffix, names);
+      input_grads.insert(input_grads.end(), names.begin(), names.end());
+    }
+    for (const auto& g : outer) {
+      if (std::find(input_grads.begin(), input_grads.end(), g) != input_grads.end()) continue;
+      const proto::VarDesc* desc = Declared(ForwardName(g));
+      if (desc != nullptr && desc->parameter()) param_grads.push_back(g);
+    }
+    if (!param_grads.empty()) SetOutput(&grad, "Params@GRAD", param_grads);
+    SetAttr(&grad, "input_grads", local_input_grads);
+    SetAttr(&grad, "param_grads", param_grads);
+    return grad;
+  }
+
+  void DeclareGrad(const std::string& forward_name, const std::string& grad_name = "",
                    bool sparse = false) {
-    const std::string name = grad_name.empty() ? GradVarName(forward) : grad_name;
+    const std::string name = grad_name.empty() ? GradVarName(forward_name) : grad_name;
     if (sparse) sparse_.insert(name);
-    if (FindLocalVarDesc(block_, name) != nullptr) return;
-    const proto::VarDesc* fwd = FindLocalVarDesc(block_, forward);
-    RILL_CHECK(fwd != nullptr, kNotFound, "no declaration for \"", forward, "\" to derive ", name);
-    proto::VarDesc* var = block_->add_vars();
+    if (FindLocalVarDesc(target(), name) != nullptr) return;
+    const proto::VarDesc* fwd = Declared(forward_name);
+    RILL_CHECK(fwd != nullptr, kNotFound, "no declaration for \"", forward_name, "\" to derive ",
+               name);
+    const proto::VarDesc copy = *fwd;  // target() may be fwd's block: add_vars may move it
+    proto::VarDesc* var = target()->add_vars();
     var->set_name(name);
     var->set_kind(sparse ? proto::SELECTED_ROWS : proto::DENSE_TENSOR);
-    var->set_dtype(fwd->dtype());
-    *var->mutable_shape() = fwd->shape();
+    var->set_dtype(copy.dtype());
+    *var->mutable_shape() = copy.shape();
   }
 
   void AppendGradOp(proto::OpDesc grad) {
@@ -148,7 +268,7 @@ class BackwardPass {
       auto* vars = slot.mutable_vars();
       for (int k = vars->size() - 1; k >= 0; --k) {
         const std::string& v = vars->Get(k);
-        if (IsGradName(v) && !produced_.count(v) && FindLocalVarDesc(block_, v) == nullptr) {
+        if (IsGradName(v) && !produced_.count(v) && FindLocalVarDesc(target(), v) == nullptr) {
           vars->DeleteSubrange(k, 1);
         }
       }
@@ -198,18 +318,20 @@ class BackwardPass {
     }
     if (!writes_any || outputs->empty()) return;
     grad.set_role(proto::ROLE_BACKWARD);
-    *block_->add_ops() = std::move(grad);
-    for (const auto& [target, renamed] : accumulate) {
+    *target()->add_ops() = std::move(grad);
+    for (const auto& [accumulated, renamed] : accumulate) {
       proto::OpDesc sum;
       sum.set_type("sum");
-      SetInput(&sum, "X", {target, renamed});
-      SetOutput(&sum, "Out", {target});
+      SetInput(&sum, "X", {accumulated, renamed});
+      SetOutput(&sum, "Out", {accumulated});
       sum.set_role(proto::ROLE_BACKWARD);
-      *block_->add_ops() = std::move(sum);
+      *target()->add_ops() = std::move(sum);
     }
   }
 
-  proto::BlockDesc* block_;
+  Program* program_;
+  int forward_index_;
+  int target_index_;
   std::set<std::string> no_grad_;
   std::set<std::string> needs_grad_;
   std::set<std::string> produced_;
@@ -221,7 +343,7 @@ class BackwardPass {
 
 std::vector<ParamGrad> AppendBackward(Program* program, const std::string& loss,
                                       const std::set<std::string>& no_grad) {
-  return BackwardPass(program, no_grad).Run(loss);
+  return BackwardPass(program, 0, 0, no_grad).Run(loss);
 }
 
 }  // namespace rill

@@ -103,6 +103,14 @@ OpSchema& OpSchema::Attr(std::string name, std::vector<float> default_value, std
   return AddAttr(std::move(name), AttrType::kFloats, a, std::move(doc), std::move(check));
 }
 
+OpSchema& OpSchema::Attr(std::string name, std::vector<std::string> default_value,
+                         std::string doc, AttrCheck check) {
+  proto::Attr a;
+  for (auto& v : default_value) a.mutable_strings()->add_values(std::move(v));
+  if (default_value.empty()) a.mutable_strings();
+  return AddAttr(std::move(name), AttrType::kStrings, a, std::move(doc), std::move(check));
+}
+
 OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string doc, AttrCheck check) {
   return AddAttr(std::move(name), type, std::nullopt, std::move(doc), std::move(check));
 }
@@ -153,6 +161,11 @@ OpSchema& OpSchema::DefaultGrad() {
     *grad.mutable_attrs() = fwd.attrs();
     return std::vector<proto::OpDesc>{grad};
   };
+  return *this;
+}
+
+OpSchema& OpSchema::GradBlock(std::string attr) {
+  grad_block_ = std::move(attr);
   return *this;
 }
 

@@ -81,12 +81,18 @@ class OpSchema {
                  AttrCheck check = {});
   OpSchema& Attr(std::string name, std::vector<float> default_value, std::string doc,
                  AttrCheck check = {});
+  OpSchema& Attr(std::string name, std::vector<std::string> default_value, std::string doc,
+                 AttrCheck check = {});
   // Attribute that every op of this type must set.
   OpSchema& RequiredAttr(std::string name, AttrType type, std::string doc, AttrCheck check = {});
   OpSchema& InferShape(InferShapeFn fn);
   OpSchema& Kernel(Place::Kind place, KernelFn fn);
   OpSchema& CpuKernel(KernelFn fn) { return Kernel(Place::Kind::kCpu, std::move(fn)); }
   OpSchema& Grad(GradMakerFn fn);
+  // The op runs the sub-block named by block attribute `attr`, and its
+  // gradient is a block too: append_backward builds the gradient ops of the
+  // sub-block into a new block and emits "<type>_grad" to run it (see backward.h).
+  OpSchema& GradBlock(std::string attr);
   // Output `slot` holds selected rows (kind SELECTED_ROWS) when the bool
   // attribute `attr` is true: append_backward declares it so.
   OpSchema& SparseOutput(std::string slot, std::string attr);
@@ -110,7 +116,8 @@ class OpSchema {
   const InferShapeFn& infer_shape() const { return infer_shape_; }
   // nullptr when no kernel is registered for that place.
   const KernelFn* FindKernel(Place::Kind place) const;
-  bool has_grad() const { return static_cast<bool>(grad_maker_); }
+  bool has_grad() const { return static_cast<bool>(grad_maker_) || grad_block_.has_value(); }
+  const std::optional<std::string>& grad_block() const { return grad_block_; }
   // Whether output `slot` of `op` (of this type) holds selected rows.
   bool OutputIsSparse(const proto::OpDesc& op, const std::string& slot) const;
   const GradMakerFn& grad_maker() const { return grad_maker_; }
@@ -128,6 +135,7 @@ class OpSchema {
   std::map<Place::Kind, KernelFn> kernels_;
   GradMakerFn grad_maker_;
   std::vector<std::pair<std::string, std::string>> sparse_outputs_;  // (slot, bool attribute)
+  std::optional<std::string> grad_block_;
 };
 
 // The attribute type a proto value holds (kInt for an int, ...).

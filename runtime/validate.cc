@@ -153,9 +153,14 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
         at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " names block ", sub,
                 ", which is this block or one of its ancestors: a cycle through sub-blocks");
       }
-      if (program.blocks(sub).parent_idx() != b) {
+      // A gradient block's parent is its forward block (so it sees the forward
+      // values), itself a sub-block of this block.
+      const int parent = program.blocks(sub).parent_idx();
+      const bool child_of_child = parent >= 0 && parent < program.blocks_size() &&
+                                  program.blocks(parent).parent_idx() == b;
+      if (parent != b && !child_of_child) {
         at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " names block ", sub,
-                ", whose parent is block ", program.blocks(sub).parent_idx(), ", not block ", b);
+                ", whose parent is block ", parent, ", not block ", b, " or one of its sub-blocks");
       }
     }
   }
