@@ -219,6 +219,13 @@ void ActorGraph::BuildNodes() {
     if (op.role == proto::ROLE_BACKWARD) ++backward_nodes_;
     const proto::OpDesc& desc = block.ops(op.op_index);
     const Place place = places_[op.place];
+    if (BlockRunner::Handles(desc.type())) {
+      RILL_CHECK(places() == 1, kUnimplemented, "block ", block_index_, ", op ", op.op_index, " (",
+                 desc.type(), "): a program with ", desc.type(),
+                 " runs on one place (the op spreads over its own places)");
+      node.block = true;
+      continue;
+    }
     node.kernel = GetOpSchema(desc.type()).FindKernel(place.kind);
     if (node.kernel == nullptr) {
       Fail(ErrorCode::kUnimplemented, "block ", block_index_, ", op ", op.op_index, " (",
@@ -294,7 +301,7 @@ void ActorGraph::BuildTasks(Slot& slot) {
         task.kind = TaskKind::kCollective;
         break;
       case OpNodeKind::kCompute: {
-        task.kind = TaskKind::kKernel;
+        task.kind = node.block ? TaskKind::kBlock : TaskKind::kKernel;
         const OpPlacement& placement = plan_.ops[op.op_index];
         const int p = placement.kind == OpPlacement::kOnePlace ? placement.place : op.place;
         task.context = slot.contexts[static_cast<size_t>(p * ops + op.op_index)].get();
@@ -338,6 +345,32 @@ void ActorGraph::BuildTasks(Slot& slot) {
   slot.feed_given.assign(feeds_.size(), 0);
   for (const Feed& feed : feeds_) slot.feed_vars.push_back(ScopeOf(slot, feed.place)->Var(feed.name));
   slot.place_weights.assign(static_cast<size_t>(places()), 1.0 / places());
+  BuildBlockRunners(slot);
+}
+
+// One runner per block op; a forward op and its gradient share the places'
+// scopes (keyed by the forward block), children of the op's scope.
+void ActorGraph::BuildBlockRunners(Slot& slot) {
+  const proto::BlockDesc& block = plan_.program.blocks(block_index_);
+  slot.block_runners.resize(graph_.ops.size());
+  for (const OpNode& op : graph_.ops) {
+    if (!nodes_[op.id].block) continue;
+    const proto::OpDesc& desc = block.ops(op.op_index);
+    const proto::Attr* forward = FindAttr(desc, "forward_block");
+    const proto::Attr* sub = FindAttr(desc, "sub_block");
+    const int key = forward != nullptr ? forward->block() : sub->block();
+    const proto::Attr* count = FindAttr(desc, "places");
+    const int block_places = count != nullptr ? static_cast<int>(count->i()) : 1;
+    Scope* outer = slot.place_scopes[op.place];
+    auto& scopes = slot.block_scopes[key];
+    if (scopes.empty()) {
+      for (int p = 0; p < block_places; ++p) scopes.push_back(std::make_unique<Scope>(outer));
+    }
+    std::vector<Scope*> raw;
+    for (auto& s : scopes) raw.push_back(s.get());
+    slot.block_runners[op.id] =
+        std::make_unique<BlockRunner>(runtime_, plan_.program, desc, outer, raw);
+  }
 }
 
 void ActorGraph::SpawnActors() {
@@ -358,6 +391,14 @@ void ActorGraph::BroadcastParameters() {
       }
     }
   }
+}
+
+std::vector<std::string> ActorGraph::FeedNames() const {
+  std::vector<std::string> names;
+  for (const Feed& feed : feeds_) {
+    if (feed.place == 0) names.push_back(feed.name);
+  }
+  return names;
 }
 
 IterationStats ActorGraph::last_stats() const {
@@ -406,6 +447,11 @@ void ActorGraph::Shutdown() {
       }
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  for (auto& slot : slots_) {
+    for (auto& runner : slot->block_runners) {
+      if (runner) runner->Shutdown();
+    }
   }
   // Drainers linger only while iterations are in flight: wait for them to let go.
   for (const auto& s : streams_) {

@@ -25,6 +25,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
+#include <map>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -34,6 +36,7 @@
 #include <vector>
 
 #include "actors/execution_strategy.h"
+#include "actors/block_runner.h"
 #include "actors/iteration_stats.h"
 #include "actors/place_io.h"
 #include "actors/runtime.h"
@@ -70,6 +73,11 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // max_iterations_in_flight iterations are running.
   std::future<std::vector<Tensor>> RunAsync(const FeedList& feeds,
                                             const std::vector<std::string>& fetches);
+  // Like RunAsync, calling `done` (on some thread) instead of fulfilling a future.
+  using DoneFn = std::function<void(std::vector<Tensor>, std::exception_ptr)>;
+  void RunAsync(const FeedList& feeds, const std::vector<std::string>& fetches, DoneFn done);
+  // The variables the graph reads before writing them: what a run is fed.
+  std::vector<std::string> FeedNames() const;
 
   // Cancels what is in flight, waits for running kernels to end and stops the
   // actors. Safe to call twice; the destructor calls it.
@@ -107,6 +115,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::vector<int> releases;          // releasable variables this node is a reader (or producer) of
     std::vector<int> cross_stream_producers;  // streams of predecessors on other streams
     const KernelFn* kernel = nullptr;   // nullptr for feed nodes and collectives
+    bool block = false;                 // run by a BlockRunner
   };
   // One gradient merge: its node and what it merges.
   struct Collective {
@@ -163,6 +172,10 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::vector<double> place_weights;  // each place's share of the batch
     std::vector<std::string> fetches;
     std::promise<std::vector<Tensor>> promise;
+    DoneFn on_done;               // instead of the promise, when set
+    // Block ops: each place's scopes (keyed by forward block), and the runners by node.
+    std::map<int, std::vector<std::unique_ptr<Scope>>> block_scopes;
+    std::vector<std::unique_ptr<BlockRunner>> block_runners;
     std::atomic<int> backward_pending{0};
     std::atomic<int> overlapped{0};
     std::mutex error_mutex;
@@ -217,6 +230,10 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // Submits a chunk task when its collective's turn has come on its place.
   void SubmitChunkInOrder(Slot& slot, int place, int order, Task* chunk);
   void RunChunk(Task* chunk, Stream& stream);
+
+  // -- block ops (parallel_do) ---------------------------------------------------
+  void BuildBlockRunners(Slot& slot);
+  void StartBlock(Task* task, Slot& slot, uint32_t generation);
   void MergeSparse(const Collective& c, size_t member, Slot& slot);
 
   // -- watchdog (actor_graph_watchdog.cc) --------------------------------------
@@ -250,6 +267,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::counting_semaphore<1 << 20> free_slots_{0};
   std::mutex slot_mutex_;  // picking a free slot
   std::atomic<int> in_flight_{0};
+  std::atomic<int> blocks_running_{0};  // block ops started and not yet done
   std::atomic<bool> shut_down_{false};
   std::vector<std::string> withheld_feeds_;
   mutable std::mutex stats_mutex_;

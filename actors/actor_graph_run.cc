@@ -41,6 +41,14 @@ std::future<std::vector<Tensor>> ActorGraph::RunAsync(const FeedList& feeds,
   return future;
 }
 
+void ActorGraph::RunAsync(const FeedList& feeds, const std::vector<std::string>& fetches,
+                          DoneFn done) {
+  std::future<std::vector<Tensor>> unused;
+  Slot& slot = Begin(feeds, fetches, &unused);
+  slot.on_done = std::move(done);
+  Kick(slot);
+}
+
 void ActorGraph::CheckFeeds(const FeedList& feeds) const {
   int64_t batch = -1;
   std::string batch_feed;
@@ -367,11 +375,38 @@ void ActorGraph::Dispatch(Task* task, Stream* from) {
   if (task->kind == TaskKind::kCollective) {
     Slot& slot = *slots_[task->slot];
     IssueCollective(task, slot, task->countdown.generation());
+  } else if (task->kind == TaskKind::kBlock) {
+    Slot& slot = *slots_[task->slot];
+    StartBlock(task, slot, task->countdown.generation());
   } else if (from != nullptr && task->stream == from->id()) {
     from->PushLocal(task);
   } else {
     streams_[task->stream]->Submit(task);
   }
+}
+
+// A block op is handed to its runner; it completes when the runner's places
+// have all finished (on whichever thread finishes last).
+void ActorGraph::StartBlock(Task* task, Slot& slot, uint32_t generation) {
+  if (slot.cancelled.load(std::memory_order_relaxed)) {
+    Complete(task, slot, generation, nullptr);
+    return;
+  }
+  blocks_running_.fetch_add(1, std::memory_order_acq_rel);
+  BlockRunner* runner = slot.block_runners[task->node].get();
+  runner->Start([this, task, &slot, generation](std::exception_ptr error) {
+    if (error) {
+      try {
+        std::rethrow_exception(error);
+      } catch (const Error& e) {
+        FailIteration(slot, task->node, e);
+      } catch (const std::exception& e) {
+        FailIteration(slot, task->node, Error(ErrorCode::kInternal, e.what()));
+      }
+    }
+    blocks_running_.fetch_sub(1, std::memory_order_acq_rel);
+    Complete(task, slot, generation, nullptr);
+  });
 }
 
 // Debugging strategy: before a consumer runs, each stream it depends on must
@@ -433,6 +468,8 @@ void ActorGraph::Finish(Slot& slot) {
     last_stats_.collectives_overlapping_backward = slot.overlapped.load(std::memory_order_relaxed);
   }
   std::promise<std::vector<Tensor>> promise = std::move(slot.promise);
+  DoneFn on_done = std::move(slot.on_done);
+  slot.on_done = nullptr;
   for (auto& value : slot.feed_values) value = Tensor();
   std::fill(slot.feed_given.begin(), slot.feed_given.end(), 0);
   std::fill(slot.keep.begin(), slot.keep.end(), 0);
@@ -441,7 +478,9 @@ void ActorGraph::Finish(Slot& slot) {
   slot.busy.store(false, std::memory_order_release);
   in_flight_.fetch_sub(1, std::memory_order_acq_rel);
   free_slots_.release();
-  if (error) {
+  if (on_done) {
+    on_done(std::move(results), error);
+  } else if (error) {
     promise.set_exception(error);
   } else {
     promise.set_value(std::move(results));

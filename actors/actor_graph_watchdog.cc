@@ -29,6 +29,7 @@ std::string ActorGraph::DescribeNode(int id) const {
 }
 
 bool ActorGraph::AnyKernelRunning() const {
+  if (blocks_running_.load(std::memory_order_acquire) > 0) return true;
   for (const auto& s : streams_) {
     if (s->running_node() >= 0) return true;
   }

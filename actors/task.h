@@ -20,6 +20,7 @@ enum class TaskKind : uint8_t {
   kFeed,        // binds a fed value
   kCollective,  // a gradient merge's barrier: issued where its countdown reaches zero
   kChunk,       // one place's part of a merge, run on that place's stream
+  kBlock,       // a block op (parallel_do): started where it becomes ready, ends later
 };
 
 struct alignas(64) Task {

@@ -134,7 +134,9 @@ class BackwardPass {
     for (const auto& slot : op.inputs()) names.insert(slot.vars().begin(), slot.vars().end());
     for (int sub : SubBlocksOf(op)) {
       const BlockAccess access = ExternalAccess(program_->desc(), sub);
-      names.insert(access.reads.begin(), access.reads.end());
+      for (const auto& name : access.reads) {
+        if (Declared(name) != nullptr) names.insert(name);  // not the forward block's own
+      }
     }
     return names;
   }

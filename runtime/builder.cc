@@ -36,8 +36,8 @@ Builder::Builder(Program* main, Program* startup, uint64_t seed) : main_(main), 
 }
 
 proto::VarDesc* Builder::Declare(Program* program, const std::string& name, const Shape& shape,
-                                 DataType dtype) {
-  proto::BlockDesc* block = program->root();
+                                 DataType dtype, int block_index) {
+  proto::BlockDesc* block = program->desc().mutable_blocks(block_index);
   proto::VarDesc* var = FindLocalVarDesc(block, name);
   if (var == nullptr) {
     var = block->add_vars();
@@ -51,7 +51,7 @@ proto::VarDesc* Builder::Declare(Program* program, const std::string& name, cons
 }
 
 Var Builder::Lookup(const std::string& name) const {
-  const proto::VarDesc* desc = FindVarDesc(main_->desc(), 0, name);
+  const proto::VarDesc* desc = FindVarDesc(main_->desc(), block_, name);
   RILL_CHECK(desc != nullptr, kNotFound, "variable \"", name, "\" is not declared in the main program");
   return Var{name, VarShape(*desc), FromProto(desc->dtype())};
 }
@@ -179,17 +179,17 @@ std::vector<Var> Builder::AppendOp(const std::string& type, const VarSlots& inpu
       RILL_CHECK(it != infos.end(), kInternal, "op ", type, " did not infer output ", slot);
       v.shape = it->second.shape;
       v.dtype = it->second.dtype;
-      Declare(main_, v.name, v.shape, v.dtype);
+      Declare(main_, v.name, v.shape, v.dtype, block_);
       result.push_back(v);
     }
   }
-  *main_->root()->add_ops() = std::move(op);
+  *main_->desc().mutable_blocks(block_)->add_ops() = std::move(op);
   return result;
 }
 
 void Builder::AppendOpTo(const std::string& type, const VarSlots& inputs, const VarSlots& outputs,
                          const OpAttrs& attrs) {
-  proto::OpDesc* op = main_->root()->add_ops();
+  proto::OpDesc* op = main_->desc().mutable_blocks(block_)->add_ops();
   op->set_type(type);
   op->set_role(role_);
   for (const auto& [slot, vars] : inputs) SetInput(op, slot, Names(vars));
@@ -334,6 +334,40 @@ Var Builder::Div(const Var& x, const Var& y, int axis) {
 }
 
 Var Builder::Sum(const std::vector<Var>& xs) { return AppendOp("sum", {{"X", xs}}, {{"Out", 1}})[0]; }
+
+std::vector<Var> Builder::ParallelDo(int places, const std::vector<Var>& inputs,
+                                     const std::function<std::vector<Var>(Builder&)>& body) {
+  RILL_CHECK(places >= 1, kInvalidArgument, "parallel_do needs at least one place, got ", places);
+  const int parent = block_;
+  proto::BlockDesc* sub = main_->desc().add_blocks();
+  const int sub_index = main_->desc().blocks_size() - 1;
+  sub->set_idx(sub_index);
+  sub->set_parent_idx(parent);
+  block_ = sub_index;
+  std::vector<Var> inner;
+  try {
+    inner = body(*this);
+  } catch (...) {
+    block_ = parent;
+    throw;
+  }
+  // Each inner result is copied to a variable of the enclosing block, which
+  // the places' copies are concatenated into.
+  const std::string prefix = main_->UniqueName("parallel_do");
+  std::vector<Var> outer;
+  for (size_t i = 0; i < inner.size(); ++i) {
+    Var out{prefix + ".out_" + std::to_string(i), inner[i].shape, inner[i].dtype};
+    Declare(main_, out.name, out.shape, out.dtype, parent);
+    AppendOpTo("assign", {{"X", {inner[i]}}}, {{"Out", {out}}});
+    outer.push_back(out);
+  }
+  block_ = parent;
+  AppendOpTo("parallel_do", {{"Inputs", inputs}}, {{"Outputs", outer}}, [&](proto::OpDesc* op) {
+    SetBlockAttr(op, "sub_block", sub_index);
+    SetAttr(op, "places", places);
+  });
+  return outer;
+}
 
 Var Builder::MatMul(const Var& x, const Var& y, bool transpose_x, bool transpose_y) {
   return AppendOp("matmul", {{"X", {x}}, {"Y", {y}}}, {{"Out", 1}}, [&](proto::OpDesc* op) {

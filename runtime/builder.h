@@ -131,14 +131,28 @@ class Builder {
   Var Sum(const std::vector<Var>& xs);
   Var MatMul(const Var& x, const Var& y, bool transpose_x = false, bool transpose_y = false);
 
+  // -- blocks ------------------------------------------------------------------
+  // parallel_do: `body` appends ops to a new sub-block, which runs on `places`
+  // places, each reading its slice (along dim 0) of `inputs`; the variables
+  // `body` returns come back concatenated in place order. Parameters created
+  // in `body` are shared by the places. Reduce over the batch (a mean loss)
+  // outside the block, on what it returns. Runs on the actor executor.
+  //
+  //   auto out = b.ParallelDo(2, {x}, [&](Builder& b) {
+  //     return std::vector<Var>{b.Fc(x, 10)};     // x reads the place's slice
+  //   });
+  std::vector<Var> ParallelDo(int places, const std::vector<Var>& inputs,
+                              const std::function<std::vector<Var>(Builder&)>& body);
+
  private:
   proto::VarDesc* Declare(Program* program, const std::string& name, const Shape& shape,
-                          DataType dtype);
+                          DataType dtype, int block_index = 0);
   void AppendInitializer(const Var& var, Initializer init);
 
   Program* main_;
   Program* startup_;
   proto::OpRole role_ = proto::ROLE_FORWARD;
+  int block_ = 0;  // the main program's block ops go to
 };
 
 }  // namespace rill

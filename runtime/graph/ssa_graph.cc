@@ -69,12 +69,18 @@ class GraphBuilder {
         states_(static_cast<size_t>(plan.places) + 1) {}
 
   void Build() {
+    // What an op's sub-blocks read and write of this block's variables (a
+    // gradient block also reads its forward block's, which stay inside).
     std::vector<BlockAccess> sub_access(static_cast<size_t>(block_.ops_size()));
     for (int i = 0; i < block_.ops_size(); ++i) {
       for (int sub : SubBlocksOf(block_.ops(i))) {
         BlockAccess a = ExternalAccess(plan_.program, sub);
-        sub_access[i].reads.insert(a.reads.begin(), a.reads.end());
-        sub_access[i].writes.insert(a.writes.begin(), a.writes.end());
+        for (const auto& name : a.reads) {
+          if (vars_.Find(name) != nullptr) sub_access[i].reads.insert(name);
+        }
+        for (const auto& name : a.writes) {
+          if (vars_.Find(name) != nullptr) sub_access[i].writes.insert(name);
+        }
       }
     }
     for (auto& state : states_) state.reserve(static_cast<size_t>(block_.vars_size()));
