@@ -313,6 +313,7 @@ void ActorGraph::BuildTasks(Slot& slot) {
   slot.chunks.reset(new Task[chunks]);
   slot.chunk_countdowns.reset(new Countdown[collectives_.size()]);
   slot.collective_vars.resize(collectives_.size());
+  slot.collective_sparse.resize(collectives_.size());
   for (size_t c = 0; c < collectives_.size(); ++c) {
     for (int p = 0; p < places(); ++p) {
       Task& chunk = slot.chunks[c * static_cast<size_t>(places()) + static_cast<size_t>(p)];
@@ -322,6 +323,7 @@ void ActorGraph::BuildTasks(Slot& slot) {
       chunk.place = static_cast<int16_t>(p);
       chunk.stream = static_cast<int16_t>(p * graph_.streams_per_place);
     }
+    slot.collective_sparse[c].assign(collectives_[c].members.size(), 0);
     for (const std::string& member : collectives_[c].members) {
       for (int p = 0; p < places(); ++p) {
         slot.collective_vars[c].push_back(slot.place_scopes[p]->FindVar(member));

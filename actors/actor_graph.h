@@ -160,6 +160,9 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     // By collective: member m's variable on place p at [m * (places + 1) + p],
     // the shared copy at p = places.
     std::vector<std::vector<Variable*>> collective_vars;
+    // By collective and member: the gradient is selected rows this iteration
+    // (decided when the collective is issued, before its chunks run).
+    std::vector<std::vector<uint8_t>> collective_sparse;
     std::vector<std::unique_ptr<PlaceOrder>> orders;  // by place
     std::vector<std::unique_ptr<KernelContext>> contexts;  // by place * ops + op index
     Countdown terminal;

@@ -46,12 +46,16 @@ void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
     slot.overlapped.fetch_add(1, std::memory_order_relaxed);
   }
   const int n = places();
+  const auto& vars = slot.collective_vars[c.order];
+  auto& sparse = slot.collective_sparse[c.order];
+  for (size_t m = 0; m < c.members.size(); ++m) {
+    sparse[m] = vars[m * (n + 1)]->holds_selected_rows() ? 1 : 0;
+  }
   if (c.reduce && !slot.cancelled.load(std::memory_order_relaxed)) {
     // The shared copies the chunks write into, shaped like the places' gradients.
-    const auto& vars = slot.collective_vars[c.order];
     for (size_t m = 0; m < c.members.size(); ++m) {
       const Tensor& local = vars[m * (n + 1)]->tensor();
-      if (!local.initialized()) continue;  // reported by the chunk
+      if (sparse[m] || !local.initialized()) continue;  // merged whole / reported by the chunk
       vars[m * (n + 1) + n]->mutable_tensor()->Allocate(local.dtype(), local.shape());
     }
   }
@@ -98,7 +102,7 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
       int64_t total = 0;
       std::vector<int64_t> sizes;
       for (size_t m = 0; m < c.members.size(); ++m) {
-        if (vars[m * (n + 1)]->holds_selected_rows()) {  // merged whole, by place 0's chunk
+        if (slot.collective_sparse[c.order][m]) {  // merged whole, by place 0's chunk
           if (p == 0) MergeSparse(c, m, slot);
           sizes.push_back(0);
           continue;
