@@ -109,6 +109,8 @@ void ActorGraph::WatchdogTick() {
       for (const auto& s : streams_) {
         if (s->running_node() >= 0) text += StrCat("  ", DescribeNode(s->running_node()), "\n");
       }
+      const int blocks = blocks_running_.load(std::memory_order_acquire);
+      if (blocks > 0) text += StrCat("  ", blocks, " block op(s) (parallel_do) on their places\n");
       emit(text);
       watchdog_reported_ = true;
     }
