@@ -3,7 +3,10 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/atom.hpp>
+#include <mutex>
 #include <thread>
+
+#include "actors/fiber_pool.h"
 
 namespace rill {
 
@@ -18,6 +21,9 @@ struct Runtime::Impl {
 
   Config config;  // declared first: the system keeps a reference to it
   caf::actor_system system;
+  std::once_flag fibers_started;
+  // Declared last, so destroyed first: fibers may still talk to actors.
+  std::unique_ptr<FiberPool> fibers;
 };
 
 int Runtime::HardwareThreads() {
@@ -25,11 +31,23 @@ int Runtime::HardwareThreads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-Runtime::Runtime(int threads) : threads_(threads > 0 ? threads : HardwareThreads()) {
+Runtime::Runtime(int threads, int fiber_threads)
+    : threads_(threads > 0 ? threads : HardwareThreads()), fiber_threads_(fiber_threads) {
   impl_ = std::make_unique<Impl>(threads_);
 }
 
-Runtime::~Runtime() = default;
+Runtime::~Runtime() {
+  if (impl_->fibers) impl_->fibers->Shutdown();
+}
+
+FiberPool& Runtime::fibers() {
+  std::call_once(impl_->fibers_started, [this] {
+    FiberPool::Options options;
+    options.threads = fiber_threads_;
+    impl_->fibers = std::make_unique<FiberPool>(options);
+  });
+  return *impl_->fibers;
+}
 
 caf::actor_system& Runtime::system() { return impl_->system; }
 

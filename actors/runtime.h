@@ -1,6 +1,7 @@
 // Runtime: owns the CAF actor system the actor executor's actors live in,
-// with an explicit number of scheduler threads. Executors may share one
-// Runtime; it must outlive them.
+// with an explicit number of scheduler threads, and the fiber pool where
+// whatever waits on channels runs (started on first use). Executors may share
+// one Runtime; it must outlive them.
 //
 //   auto runtime = std::make_shared<Runtime>(2);   // two scheduler threads
 //   ParallelExecutor exe(program, {Place::Cpu()}, &scope, strategy, runtime);
@@ -14,16 +15,21 @@ class actor_system;
 
 namespace rill {
 
+class FiberPool;
+
 class Runtime {
  public:
-  // `threads` scheduler threads; 0: the machine's cores.
-  explicit Runtime(int threads = 0);
+  // `threads` scheduler threads (0: the machine's cores) and `fiber_threads`
+  // threads in the fiber pool.
+  explicit Runtime(int threads = 0, int fiber_threads = 1);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   caf::actor_system& system();
   int threads() const { return threads_; }
+  // The fiber pool, started on the first call.
+  FiberPool& fibers();
 
   // The machine's cores (at least 1).
   static int HardwareThreads();
@@ -32,6 +38,7 @@ class Runtime {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   int threads_;
+  int fiber_threads_;
 };
 
 }  // namespace rill
