@@ -5,6 +5,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
+#include <iostream>
 #include <thread>
 
 #include "actors/graph_actors.h"
@@ -129,6 +130,7 @@ Scope* ActorGraph::ScopeOf(const Slot& slot, int place) const {
 // that includes the parameters, copied from `base`).
 void ActorGraph::BindSlot(Slot& slot, bool private_scope) {
   const proto::BlockDesc& block = plan_.program.blocks(block_index_);
+  slot.run = std::make_unique<SlotRun>(this, &slot);
   for (const auto& var : block.vars()) {
     if (scope_->FindVar(var.name()) == nullptr) scope_->Var(var.name());
   }
@@ -174,6 +176,7 @@ void ActorGraph::BindSlot(Slot& slot, bool private_scope) {
       slot.contexts[static_cast<size_t>(p * ops + i)] = std::make_unique<KernelContext>(
           desc, GetOpSchema(desc.type()), scope, places_[p],
           PlaceSeed(OpSeed(plan_.program, block_index_, i), p));
+      slot.contexts[static_cast<size_t>(p * ops + i)]->set_run(slot.run.get());
     }
   }
 }
@@ -227,6 +230,7 @@ void ActorGraph::BuildNodes() {
       continue;
     }
     node.kernel = GetOpSchema(desc.type()).FindKernel(place.kind);
+    node.fiber = GetOpSchema(desc.type()).blocking();
     if (node.kernel == nullptr) {
       Fail(ErrorCode::kUnimplemented, "block ", block_index_, ", op ", op.op_index, " (",
            desc.type(), "): no kernel for place ", place.ToString());
@@ -259,6 +263,11 @@ void ActorGraph::BuildReleases() {
   for (const auto& [key, id] : final_version) {
     const VarNode& var = graph_.vars[id];
     if (var.version == 0 || read_before_write.count(key)) continue;
+    // A channel is shared with go blocks that outlive its last reader here.
+    if (const proto::VarDesc* desc = declared_->Find(var.name);
+        desc != nullptr && desc->kind() == proto::CHANNEL) {
+      continue;
+    }
     if (EstimatedBytes(declared_->Find(var.name), 64) < strategy_.release_min_bytes) continue;
     const int index = static_cast<int>(releasables_.size());
     releasable_index_[var.name].push_back(index);
@@ -301,7 +310,7 @@ void ActorGraph::BuildTasks(Slot& slot) {
         task.kind = TaskKind::kCollective;
         break;
       case OpNodeKind::kCompute: {
-        task.kind = node.block ? TaskKind::kBlock : TaskKind::kKernel;
+        task.kind = node.block ? TaskKind::kBlock : node.fiber ? TaskKind::kFiber : TaskKind::kKernel;
         const OpPlacement& placement = plan_.ops[op.op_index];
         const int p = placement.kind == OpPlacement::kOnePlace ? placement.place : op.place;
         task.context = slot.contexts[static_cast<size_t>(p * ops + op.op_index)].get();
@@ -434,10 +443,22 @@ void ActorGraph::Shutdown() {
     }
     slot->cancelled.store(true);
   }
+  // Parked channel ops and go blocks return once their channels are closed.
+  for (auto& slot : slots_) {
+    if (slot->busy.load(std::memory_order_acquire)) slot->run->CloseAll();
+  }
   // Cancelled iterations skip their kernels and finish quickly; one that cannot
   // finish (an input that never comes) is aborted once nothing runs or waits in a queue.
   auto quiet_since = Clock::now();
+  const auto give_up = Clock::now() + std::chrono::seconds(10);
   while (in_flight_.load(std::memory_order_acquire) > 0) {
+    if (Clock::now() > give_up) {
+      // Only a go block that ignores its closed channels (a loop that never
+      // waits) gets here: leave it to the fiber pool's own shutdown.
+      std::cerr << "rill: shutdown gave up waiting for " << fibers_running_.load()
+                << " fiber(s) (go blocks or channel ops) of an iteration\n";
+      break;
+    }
     bool active = AnyKernelRunning();
     for (const auto& s : streams_) active |= s->HasQueuedWork() || s->claimed();
     const auto now = Clock::now();

@@ -16,6 +16,12 @@
 // compute tasks), and the last chunk releases the optimizer ops. Every place
 // runs its chunks in the collectives' global order (actor_graph_collective.cc).
 //
+// Blocking ops (channel_send/recv, while, select: OpSchema::Blocking) run on
+// the runtime's fiber pool, never on a stream's thread; go blocks run there as
+// fibers of the iteration, which ends only after them. A failure closes the
+// iteration's channels, so that whatever is parked on them returns
+// (actor_graph_fibers.cc).
+//
 // Errors: a kernel that throws fails its iteration: the error (naming block,
 // op, type and place) is kept, the remaining ops of that iteration are skipped
 // but still counted through, and the future holds the error. The graph stays
@@ -47,6 +53,7 @@
 #include "runtime/graph/data_parallel.h"
 #include "runtime/graph/ssa_graph.h"
 #include "runtime/kernel_context.h"
+#include "runtime/run_context.h"
 #include "runtime/scope.h"
 #include "runtime/var_index.h"
 
@@ -116,6 +123,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::vector<int> cross_stream_producers;  // streams of predecessors on other streams
     const KernelFn* kernel = nullptr;   // nullptr for feed nodes and collectives
     bool block = false;                 // run by a BlockRunner
+    bool fiber = false;                 // a Blocking() op: runs on a fiber
   };
   // One gradient merge: its node and what it merges.
   struct Collective {
@@ -140,6 +148,28 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::mutex mutex;
     int next = 0;                  // the collective order this place runs next
     std::vector<Task*> waiting;    // by order: chunk tasks that came before their turn
+  };
+  struct Slot;
+  // The RunContext of one iteration slot: go blocks become fibers counted by
+  // the slot; closers (the channels it created) run when the iteration fails.
+  class SlotRun : public RunContext {
+   public:
+    SlotRun(ActorGraph* graph, Slot* slot) : graph_(graph), slot_(slot) {}
+    const proto::ProgramDesc& program() const override;
+    void Go(std::string what, std::function<void()> body) override;
+    void OnFailure(std::function<void()> closer) override;
+    void Progress() override;
+    // Runs the closers registered so far (and any registered later in this iteration).
+    void CloseAll();
+    // Forgets the closers: a new iteration begins.
+    void Reset();
+
+   private:
+    ActorGraph* graph_;
+    Slot* slot_;
+    std::mutex mutex_;
+    std::vector<std::function<void()>> closers_;  // guarded by mutex_
+    bool closed_ = false;                         // guarded by mutex_
   };
   // Everything one iteration in flight owns.
   struct Slot {
@@ -184,6 +214,12 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::mutex error_mutex;
     std::exception_ptr error;     // guarded by error_mutex
     std::atomic<int64_t> started_ns{0};  // steady clock, when the iteration began
+    std::unique_ptr<SlotRun> run;        // what kernels see of the iteration (go blocks)
+    // The graph's part (1 until the terminal countdown completes) plus fiber
+    // ops and go blocks still running; the iteration finishes at zero.
+    std::atomic<int> outstanding{0};
+    std::atomic<bool> aborted{false};    // Abort ran for this iteration
+    std::atomic<bool> graph_ended{false};  // the graph's part of `outstanding` is gone
   };
 
   ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int block_index,
@@ -239,6 +275,17 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void StartBlock(Task* task, Slot& slot, uint32_t generation);
   void MergeSparse(const Collective& c, size_t member, Slot& slot);
 
+  // -- fibers (actor_graph_fibers.cc) ------------------------------------------
+  void StartFiber(Task* task, Slot& slot, uint32_t generation);
+  // Runs `body` as a fiber of the slot's iteration; an error it throws fails the iteration.
+  void StartGo(Slot& slot, std::string what, std::function<void()> body);
+  // One part of the iteration is over; the last one finishes it.
+  void EndOutstanding(Slot& slot);
+  // The graph's own part is over (terminal countdown completed, or aborted); once.
+  void EndGraphPart(Slot& slot);
+  // Fails the iteration with an error that no node of the graph raised.
+  void FailSlot(Slot& slot, std::exception_ptr error);
+
   // -- watchdog (actor_graph_watchdog.cc) --------------------------------------
   std::string DescribeNode(int node) const;
   std::string StallReport(Slot& slot) const;
@@ -271,6 +318,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::mutex slot_mutex_;  // picking a free slot
   std::atomic<int> in_flight_{0};
   std::atomic<int> blocks_running_{0};  // block ops started and not yet done
+  std::atomic<int> fibers_running_{0};  // fiber ops and go blocks started and not yet done
+  std::atomic<uint64_t> fiber_progress_{0};  // ops finished on fibers (for the watchdog)
   std::atomic<bool> shut_down_{false};
   std::vector<std::string> withheld_feeds_;
   mutable std::mutex stats_mutex_;

@@ -220,6 +220,10 @@ void ActorGraph::ResetSlot(Slot& slot) {
   slot.backward_pending.store(backward_nodes_, std::memory_order_relaxed);
   slot.overlapped.store(0, std::memory_order_relaxed);
   slot.cancelled.store(false, std::memory_order_relaxed);
+  slot.aborted.store(false, std::memory_order_relaxed);
+  slot.graph_ended.store(false, std::memory_order_relaxed);
+  slot.outstanding.store(1, std::memory_order_relaxed);
+  slot.run->Reset();
   {
     std::lock_guard<std::mutex> lock(slot.error_mutex);
     slot.error = nullptr;
@@ -368,7 +372,7 @@ void ActorGraph::Complete(Task* task, Slot& slot, uint32_t generation, Stream* s
       Dispatch(next, stream);
     }
   }
-  if (sink && slot.terminal.Arrive(generation) == Countdown::Arrival::kReady) Finish(slot);
+  if (sink && slot.terminal.Arrive(generation) == Countdown::Arrival::kReady) EndGraphPart(slot);
 }
 
 void ActorGraph::Dispatch(Task* task, Stream* from) {
@@ -378,6 +382,9 @@ void ActorGraph::Dispatch(Task* task, Stream* from) {
   } else if (task->kind == TaskKind::kBlock) {
     Slot& slot = *slots_[task->slot];
     StartBlock(task, slot, task->countdown.generation());
+  } else if (task->kind == TaskKind::kFiber) {
+    Slot& slot = *slots_[task->slot];
+    StartFiber(task, slot, task->countdown.generation());
   } else if (from != nullptr && task->stream == from->id()) {
     from->PushLocal(task);
   } else {
@@ -433,9 +440,7 @@ void ActorGraph::Release(int node, Slot& slot) {
 
 void ActorGraph::FailIteration(Slot& slot, int node, const Error& error) {
   const Error located(error.code(), StrCat(DescribeNode(node), ": ", error.message()));
-  std::lock_guard<std::mutex> lock(slot.error_mutex);
-  if (!slot.error) slot.error = std::make_exception_ptr(located);
-  slot.cancelled.store(true, std::memory_order_relaxed);
+  FailSlot(slot, std::make_exception_ptr(located));
 }
 
 void ActorGraph::Finish(Slot& slot) {
@@ -490,6 +495,7 @@ void ActorGraph::Finish(Slot& slot) {
 // Ends an iteration that cannot finish (nothing runs, nothing is queued):
 // fails its future and marks the slot for a full reset before reuse.
 void ActorGraph::Abort(Slot& slot, const std::string& why) {
+  if (slot.aborted.exchange(true)) return;  // waiting for its fibers to end
   {
     std::lock_guard<std::mutex> lock(slot.error_mutex);
     slot.error = std::make_exception_ptr(Error(ErrorCode::kTimeout, why));
@@ -498,7 +504,9 @@ void ActorGraph::Abort(Slot& slot, const std::string& why) {
   slot.dirty = true;
   // Stale arrivals of this generation must not complete it a second time.
   slot.terminal.Reset(0, 0);
-  Finish(slot);
+  // Fibers parked on channels return; the last part to end finishes the iteration.
+  slot.run->CloseAll();
+  EndGraphPart(slot);
 }
 
 }  // namespace rill

@@ -81,6 +81,7 @@ void ActorGraph::WatchdogTick() {
   }
   uint64_t progress = 0;
   for (const auto& s : streams_) progress += s->executed();
+  progress += fiber_progress_.load(std::memory_order_relaxed);
   if (progress != watchdog_progress_) {
     watchdog_progress_ = progress;
     watchdog_last_change_ = now;

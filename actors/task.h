@@ -21,6 +21,7 @@ enum class TaskKind : uint8_t {
   kCollective,  // a gradient merge's barrier: issued where its countdown reaches zero
   kChunk,       // one place's part of a merge, run on that place's stream
   kBlock,       // a block op (parallel_do): started where it becomes ready, ends later
+  kFiber,       // a Blocking() op (channels, while, select): its kernel runs on a fiber
 };
 
 struct alignas(64) Task {

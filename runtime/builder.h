@@ -79,6 +79,9 @@ class Builder {
                   DataType dtype = DataType::kFloat32);
   // A constant computed in the main program each step.
   Var Constant(const Shape& shape, float value, DataType dtype = DataType::kFloat32);
+  // A plain variable `name` of the current block, written by later ops (a
+  // result to fetch by name, a loop-carried value). Throws if declared there.
+  Var Variable(const std::string& name, const Shape& shape, DataType dtype = DataType::kFloat32);
   // The declared variable `name` of the main program.
   Var Lookup(const std::string& name) const;
 
@@ -144,7 +147,47 @@ class Builder {
   std::vector<Var> ParallelDo(int places, const std::vector<Var>& inputs,
                               const std::function<std::vector<Var>(Builder&)>& body);
 
+  // -- channels and concurrency (CSP; builder_csp.cc) ----------------------------
+  //
+  //   Var ch = b.MakeChannel({4}, DataType::kFloat32, /*capacity=*/2);
+  //   b.Go([&](Builder& b) { b.ChannelSend(ch, b.Constant({4}, 1)); b.ChannelClose(ch); });
+  //   auto [x, ok] = b.ChannelRecv(ch);
+  //   b.While(ok, [&](Builder& b) { b.Assign(b.Add(sum, x), sum); b.ChannelRecvInto(ch, x, ok); });
+  //
+  // A channel of `capacity` buffered elements of `shape` (-1: any) and `dtype`.
+  Var MakeChannel(const Shape& shape, DataType dtype = DataType::kFloat32, int capacity = 0);
+  void ChannelSend(const Var& channel, const Var& x);
+  // {value, status}: status is int32[1], 1 for a value, 0 once the channel is closed and drained.
+  std::pair<Var, Var> ChannelRecv(const Var& channel);
+  // Receives into existing variables (a loop's next value and condition).
+  void ChannelRecvInto(const Var& channel, const Var& out, const Var& status);
+  void ChannelClose(const Var& channel);
+  // Runs the ops `body` appends concurrently with the rest of the block.
+  void Go(const std::function<void(Builder&)>& body);
+  // Runs the ops `body` appends while `condition` (one element) is non-zero.
+  void While(const Var& condition, const std::function<void(Builder&)>& body);
+  // One case of Select: receive (body gets the value and status), send, or default.
+  struct SelectCase {
+    enum class Kind { kRecv, kSend, kDefault };
+    Kind kind = Kind::kDefault;
+    Var channel;
+    Var value;  // send: the value sent
+    std::function<void(Builder&, const Var& value, const Var& status)> body;
+
+    static SelectCase Recv(Var channel,
+                           std::function<void(Builder&, const Var& value, const Var& status)> body);
+    static SelectCase Send(Var channel, Var value, std::function<void(Builder&)> body);
+    static SelectCase Default(std::function<void(Builder&)> body);
+  };
+  void Select(const std::vector<SelectCase>& cases);
+  // out = x, for an existing out (a loop-carried variable).
+  void Assign(const Var& x, const Var& out);
+  // int32 of x's shape: 1 where x < y (y: same shape or one element).
+  Var LessThan(const Var& x, const Var& y);
+
  private:
+  // Appends a sub-block of the current block, fills it with `body`, returns its index.
+  int SubBlock(const std::function<void(Builder&)>& body);
   proto::VarDesc* Declare(Program* program, const std::string& name, const Shape& shape,
                           DataType dtype, int block_index = 0);
   void AppendInitializer(const Var& var, Initializer init);

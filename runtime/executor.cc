@@ -36,10 +36,28 @@ std::unique_ptr<PreparedBlock> Executor::Prepare(const proto::ProgramDesc& progr
   RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",
              block_index, " does not exist (the program has ", program.blocks_size(), ")");
   auto prepared = std::make_unique<PreparedBlock>();
-  prepared->program_ = program;
-  prepared->block_index_ = block_index;
-  prepared->scope_ = scope;
-  const auto& block = prepared->program_.blocks(block_index);
+  prepared->own_program_ = program;
+  prepared->own_run_ = std::make_unique<ThreadRunContext>(prepared->own_program_);
+  prepared->run_ = prepared->own_run_.get();
+  Bind(*prepared, scope, block_index);
+  return prepared;
+}
+
+std::unique_ptr<PreparedBlock> Executor::PrepareSubBlock(RunContext& run, Scope* scope,
+                                                         int block_index) const {
+  RILL_CHECK(block_index >= 0 && block_index < run.program().blocks_size(), kOutOfRange, "block ",
+             block_index, " does not exist (the program has ", run.program().blocks_size(), ")");
+  auto prepared = std::make_unique<PreparedBlock>();
+  prepared->program_ = &run.program();
+  prepared->run_ = &run;
+  Bind(*prepared, scope, block_index);
+  return prepared;
+}
+
+void Executor::Bind(PreparedBlock& prepared, Scope* scope, int block_index) const {
+  prepared.block_index_ = block_index;
+  prepared.scope_ = scope;
+  const auto& block = prepared.program().blocks(block_index);
   for (const auto& var : block.vars()) {
     if (scope->FindVar(var.name()) == nullptr) scope->Var(var.name());
   }
@@ -53,10 +71,10 @@ std::unique_ptr<PreparedBlock> Executor::Prepare(const proto::ProgramDesc& progr
            " (protocol ops such as allreduce or send run only in the actor executor)");
     }
     auto context = std::make_unique<KernelContext>(op, schema, scope, place_,
-                                                   OpSeed(prepared->program_, block_index, i));
-    prepared->ops_.push_back({&schema, kernel, std::move(context)});
+                                                   OpSeed(prepared.program(), block_index, i));
+    context->set_run(prepared.run_);
+    prepared.ops_.push_back({&schema, kernel, std::move(context)});
   }
-  return prepared;
 }
 
 std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
@@ -74,17 +92,7 @@ std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
                ShapeToString(VarShape(*desc)));
     scope->Var(name)->mutable_tensor()->ShareDataWith(tensor);
   }
-  auto& ops = block.ops();
-  for (size_t i = 0; i < ops.size(); ++i) {
-    try {
-      (*ops[i].kernel)(*ops[i].context);
-    } catch (const Error& e) {
-      RethrowWithContext(e, block.block_index(), static_cast<int>(i), ops[i].schema->type());
-    } catch (const std::exception& e) {
-      RethrowWithContext(Error(ErrorCode::kInternal, e.what()), block.block_index(),
-                         static_cast<int>(i), ops[i].schema->type());
-    }
-  }
+  RunOps(block);
   std::vector<Tensor> results;
   results.reserve(fetches.size());
   for (const auto& name : fetches) {
@@ -94,6 +102,32 @@ std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
     results.push_back(v->tensor());
   }
   return results;
+}
+
+// A top-level block also waits for the go blocks it started: the run's error
+// is the first of its own ops' and theirs.
+void Executor::RunOps(PreparedBlock& block) const {
+  ThreadRunContext* own = block.own_run_.get();
+  auto& ops = block.ops();
+  try {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      try {
+        (*ops[i].kernel)(*ops[i].context);
+      } catch (const Error& e) {
+        RethrowWithContext(e, block.block_index(), static_cast<int>(i), ops[i].schema->type());
+      } catch (const std::exception& e) {
+        RethrowWithContext(Error(ErrorCode::kInternal, e.what()), block.block_index(),
+                           static_cast<int>(i), ops[i].schema->type());
+      }
+      if (own == nullptr) block.run_->Progress();
+    }
+  } catch (...) {
+    if (own == nullptr) throw;
+    own->Fail(std::current_exception());
+  }
+  if (own != nullptr) {
+    if (std::exception_ptr error = own->Join()) std::rethrow_exception(error);
+  }
 }
 
 std::vector<Tensor> Executor::Run(const proto::ProgramDesc& program, Scope* scope,

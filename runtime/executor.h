@@ -9,7 +9,8 @@
 //
 // All variables of the block live in the given scope (temporaries included, so
 // their buffers are reused from step to step). A failed op throws rill::Error
-// naming block, op index and op type; the scope stays usable.
+// naming block, op index and op type; the scope stays usable. Go blocks run on
+// threads of their own; a run ends after them, failing with their first error.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include "runtime/place.h"
 #include "runtime/scope.h"
 #include "runtime/tensor.h"
+#include "runtime/thread_run_context.h"
 
 namespace rill {
 
@@ -36,17 +38,21 @@ class PreparedBlock {
     const KernelFn* kernel;
     std::unique_ptr<KernelContext> context;
   };
-  const proto::ProgramDesc& program() const { return program_; }
+  const proto::ProgramDesc& program() const { return *program_; }
   int block_index() const { return block_index_; }
   Scope* scope() const { return scope_; }
   std::vector<Op>& ops() { return ops_; }
 
  private:
   friend class Executor;
-  proto::ProgramDesc program_;  // a private copy: contexts point into it
+  proto::ProgramDesc own_program_;  // a private copy (top-level blocks): contexts point into it
+  const proto::ProgramDesc* program_ = &own_program_;
   int block_index_ = 0;
   Scope* scope_ = nullptr;
   std::vector<Op> ops_;
+  // A top-level block's run (its go blocks); a sub-block runs in its caller's.
+  std::unique_ptr<ThreadRunContext> own_run_;
+  RunContext* run_ = nullptr;
 };
 
 class Executor {
@@ -60,6 +66,11 @@ class Executor {
   // memory with the scope's variables until the next step overwrites them).
   std::vector<Tensor> Run(PreparedBlock& block, const FeedList& feeds = {},
                           const std::vector<std::string>& fetches = {}) const;
+  // Binds sub-block `block_index` of `run`'s program (already validated, not
+  // copied) to `scope`, its ops running in `run`: how go, while and select run
+  // their bodies, on either executor.
+  std::unique_ptr<PreparedBlock> PrepareSubBlock(RunContext& run, Scope* scope,
+                                                 int block_index) const;
   // Prepare + Run, once.
   std::vector<Tensor> Run(const proto::ProgramDesc& program, Scope* scope, const FeedList& feeds = {},
                           const std::vector<std::string>& fetches = {}) const;
@@ -67,6 +78,9 @@ class Executor {
   Place place() const { return place_; }
 
  private:
+  void Bind(PreparedBlock& prepared, Scope* scope, int block_index) const;
+  void RunOps(PreparedBlock& block) const;
+
   Place place_;
 };
 

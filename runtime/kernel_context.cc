@@ -4,7 +4,7 @@ namespace rill {
 
 KernelContext::KernelContext(const proto::OpDesc& op, const OpSchema& schema, Scope* scope,
                              Place place, uint64_t seed)
-    : op_(op), schema_(schema), place_(place), rng_(seed) {
+    : op_(op), schema_(schema), place_(place), scope_(scope), rng_(seed) {
   auto bind = [scope](const google::protobuf::RepeatedPtrField<proto::Slot>& slots,
                       std::vector<Binding>* out) {
     out->reserve(static_cast<size_t>(slots.size()));
@@ -28,6 +28,26 @@ const KernelContext::Binding* KernelContext::FindBinding(const std::vector<Bindi
     if (b.slot == slot) return &b;
   }
   return nullptr;
+}
+
+RunContext& KernelContext::run() const {
+  RILL_CHECK(run_ != nullptr, kUnimplemented, "op ", op_.type(),
+             " needs a run context (a sub-block or go block), which this executor does not give");
+  return *run_;
+}
+
+Variable* KernelContext::InputVar(const std::string& slot, int i) const {
+  const Binding* b = FindBinding(inputs_, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
+             "op ", op_.type(), " has no input ", slot, " #", i);
+  return b->vars[i];
+}
+
+Variable* KernelContext::OutputVar(const std::string& slot, int i) const {
+  const Binding* b = FindBinding(outputs_, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
+             "op ", op_.type(), " has no output ", slot, " #", i);
+  return b->vars[i];
 }
 
 int KernelContext::InputCount(const std::string& slot) const {

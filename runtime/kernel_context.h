@@ -13,6 +13,7 @@
 #include "runtime/error.h"
 #include "runtime/op_schema.h"
 #include "runtime/place.h"
+#include "runtime/run_context.h"
 #include "runtime/scope.h"
 #include "runtime/shape_context.h"
 
@@ -51,6 +52,16 @@ class KernelContext {
 
   const proto::OpDesc& op() const { return op_; }
   Place place() const { return place_; }
+  // The scope the op's variables were bound in (ops that run a sub-block open
+  // a child of it), and the run it belongs to (program, go blocks).
+  Scope* scope() const { return scope_; }
+  // Throws kUnimplemented naming the op when the executor gave no run context.
+  RunContext& run() const;
+  void set_run(RunContext* run) { run_ = run; }
+  // The variable bound to input or output i of a slot (for ops whose values
+  // are objects such as channels).
+  Variable* InputVar(const std::string& slot, int i = 0) const;
+  Variable* OutputVar(const std::string& slot, int i = 0) const;
   // This op instance's generator: seeded from the op's "seed" attribute when
   // non-zero, else from the program seed and the op's position.
   std::mt19937_64& rng() { return rng_; }
@@ -67,6 +78,8 @@ class KernelContext {
   const proto::OpDesc& op_;
   const OpSchema& schema_;
   Place place_;
+  Scope* scope_;
+  RunContext* run_ = nullptr;
   std::vector<Binding> inputs_;
   std::vector<Binding> outputs_;
   std::mt19937_64 rng_;

@@ -122,6 +122,7 @@ const char* AttrCaseName(proto::Attr::ValueCase value_case) {
     case proto::Attr::kFloats: return "float list";
     case proto::Attr::kStrings: return "string list";
     case proto::Attr::kBlock: return "block";
+    case proto::Attr::kBlocks: return "block list";
     case proto::Attr::VALUE_NOT_SET: return "unset";
   }
   return "unknown";

@@ -19,6 +19,7 @@ const char* AttrTypeName(AttrType type) {
     case AttrType::kFloats: return "float list";
     case AttrType::kStrings: return "string list";
     case AttrType::kBlock: return "block";
+    case AttrType::kBlocks: return "block list";
   }
   return "unknown";
 }
@@ -33,6 +34,7 @@ AttrType AttrTypeOf(const proto::Attr& attr) {
     case proto::Attr::kFloats: return AttrType::kFloats;
     case proto::Attr::kStrings: return AttrType::kStrings;
     case proto::Attr::kBlock: return AttrType::kBlock;
+    case proto::Attr::kBlocks: return AttrType::kBlocks;
     case proto::Attr::VALUE_NOT_SET: break;
   }
   Fail(ErrorCode::kInvalidArgument, "attribute ", attr.name(), " has no value");
@@ -127,6 +129,11 @@ OpSchema& OpSchema::Kernel(Place::Kind place, KernelFn fn) {
 
 OpSchema& OpSchema::Grad(GradMakerFn fn) {
   grad_maker_ = std::move(fn);
+  return *this;
+}
+
+OpSchema& OpSchema::Blocking() {
+  blocking_ = true;
   return *this;
 }
 

@@ -27,7 +27,7 @@ namespace rill {
 class ShapeContext;
 class KernelContext;
 
-enum class AttrType { kBool, kInt, kFloat, kString, kInts, kFloats, kStrings, kBlock };
+enum class AttrType { kBool, kInt, kFloat, kString, kInts, kFloats, kStrings, kBlock, kBlocks };
 const char* AttrTypeName(AttrType type);
 
 // Flags of a slot, combined with |.
@@ -96,6 +96,9 @@ class OpSchema {
   // Output `slot` holds selected rows (kind SELECTED_ROWS) when the bool
   // attribute `attr` is true: append_backward declares it so.
   OpSchema& SparseOutput(std::string slot, std::string attr);
+  // The kernel may wait (on a channel, or for a sub-block that does): the actor
+  // executor runs it on a fiber, never on a scheduler thread.
+  OpSchema& Blocking();
   // The common gradient: one op "<type>_grad" taking every forward input and
   // output and each output's gradient, producing each differentiable input's gradient.
   OpSchema& DefaultGrad();
@@ -121,6 +124,7 @@ class OpSchema {
   // Whether output `slot` of `op` (of this type) holds selected rows.
   bool OutputIsSparse(const proto::OpDesc& op, const std::string& slot) const;
   const GradMakerFn& grad_maker() const { return grad_maker_; }
+  bool blocking() const { return blocking_; }
 
  private:
   OpSchema& AddAttr(std::string name, AttrType type, std::optional<proto::Attr> value, std::string doc,
@@ -136,6 +140,7 @@ class OpSchema {
   GradMakerFn grad_maker_;
   std::vector<std::pair<std::string, std::string>> sparse_outputs_;  // (slot, bool attribute)
   std::optional<std::string> grad_block_;
+  bool blocking_ = false;
 };
 
 // The attribute type a proto value holds (kInt for an int, ...).

@@ -18,6 +18,7 @@ SelectedRows* Variable::mutable_selected_rows() {
 void Variable::Clear() {
   tensor_ = Tensor();
   rows_.reset();
+  object_.reset();
 }
 
 Variable* Scope::Var(const std::string& name) {

@@ -17,7 +17,16 @@
 
 namespace rill {
 
-// A named slot holding a value: a dense tensor, or row-sparse selected rows.
+// A value that is neither a tensor nor selected rows — a channel, a reader —
+// shared by the ops (and go blocks) that name its variable.
+class VarObject {
+ public:
+  virtual ~VarObject() = default;
+  // What it is, for messages ("channel of float32[4], capacity 2").
+  virtual std::string Describe() const = 0;
+};
+
+// A named slot holding a value: a dense tensor, row-sparse selected rows, or an object.
 class Variable {
  public:
   const Tensor& tensor() const { return tensor_; }
@@ -26,12 +35,17 @@ class Variable {
   const SelectedRows& selected_rows() const;
   SelectedRows* mutable_selected_rows();
   bool holds_selected_rows() const { return rows_ != nullptr && rows_->initialized(); }
+  // The object the variable holds (nullptr if none). Not thread-safe against
+  // set_object: the executor orders the op that creates it before its users.
+  const std::shared_ptr<VarObject>& object() const { return object_; }
+  void set_object(std::shared_ptr<VarObject> object) { object_ = std::move(object); }
   // Drops whatever the variable holds.
   void Clear();
 
  private:
   Tensor tensor_;
   std::unique_ptr<SelectedRows> rows_;
+  std::shared_ptr<VarObject> object_;
 };
 
 class Scope {

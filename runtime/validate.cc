@@ -52,7 +52,8 @@ void CheckBlocks(const proto::ProgramDesc& program) {
       if (!names.insert(var.name()).second) {
         at.Fail(ErrorCode::kInvalidArgument, var.name(), "declared twice");
       }
-      if (var.kind() != proto::DENSE_TENSOR && var.kind() != proto::SELECTED_ROWS) {
+      if (var.kind() != proto::DENSE_TENSOR && var.kind() != proto::SELECTED_ROWS &&
+          var.kind() != proto::CHANNEL) {
         at.Fail(ErrorCode::kInvalidArgument, var.name(), "unsupported variable kind ",
                 static_cast<int>(var.kind()));
       }
@@ -143,8 +144,10 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
       std::string why = spec->check(attr);
       if (!why.empty()) at.Fail(ErrorCode::kOutOfRange, "", "attribute ", attr.name(), " ", why);
     }
-    if (given == AttrType::kBlock) {
-      const int sub = attr.block();
+    std::vector<int> subs;
+    if (given == AttrType::kBlock) subs.push_back(attr.block());
+    if (given == AttrType::kBlocks) subs.assign(attr.blocks().values().begin(), attr.blocks().values().end());
+    for (const int sub : subs) {
       if (sub < 0 || sub >= program.blocks_size()) {
         at.Fail(ErrorCode::kOutOfRange, "", "attribute ", attr.name(), " names block ", sub,
                 ", which does not exist (the program has ", program.blocks_size(), ")");

@@ -50,6 +50,9 @@ std::set<int> SubBlocksOf(const proto::OpDesc& op) {
   std::set<int> blocks;
   for (const auto& attr : op.attrs()) {
     if (attr.value_case() == proto::Attr::kBlock) blocks.insert(attr.block());
+    if (attr.value_case() == proto::Attr::kBlocks) {
+      blocks.insert(attr.blocks().values().begin(), attr.blocks().values().end());
+    }
   }
   return blocks;
 }

@@ -105,6 +105,8 @@ std::string AttrValueText(const proto::Attr& attr) {
     case proto::Attr::kFloats: return join(attr.floats().values(), FloatToString);
     case proto::Attr::kStrings: return join(attr.strings().values(), Quoted);
     case proto::Attr::kBlock: return StrCat("block ", attr.block());
+    case proto::Attr::kBlocks:
+      return "blocks " + join(attr.blocks().values(), [](int32_t v) { return std::to_string(v); });
     case proto::Attr::VALUE_NOT_SET: break;
   }
   return "<unset>";
@@ -205,7 +207,9 @@ std::string FormatProgram(const proto::ProgramDesc& program) {
       out << "]";
       std::vector<std::string> flags;
       if (var.kind() != proto::DENSE_TENSOR) {
-        flags.push_back(StrCat("kind ", static_cast<int>(var.kind())));
+        flags.push_back(var.kind() == proto::CHANNEL ? std::string("channel")
+                        : var.kind() == proto::SELECTED_ROWS ? std::string("selected_rows")
+                                                              : StrCat("kind ", static_cast<int>(var.kind())));
       }
       if (var.persistable()) flags.push_back("persistable");
       if (var.parameter()) flags.push_back("parameter");

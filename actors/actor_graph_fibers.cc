@@ -1,0 +1,108 @@
+// Fibers of an ActorGraph iteration: Blocking() ops (channel_send/recv,
+// while, select) run their kernels on the runtime's fiber pool, where waiting
+// on a channel parks a fiber instead of a stream's thread; go blocks run there
+// too, as parts of the iteration it waits for. Every failure closes the
+// iteration's channels, so that nothing stays parked on one.
+#include "actors/actor_graph.h"
+#include "actors/fiber_pool.h"
+
+namespace rill {
+
+const proto::ProgramDesc& ActorGraph::SlotRun::program() const { return graph_->plan_.program; }
+
+void ActorGraph::SlotRun::Go(std::string what, std::function<void()> body) {
+  graph_->StartGo(*slot_, std::move(what), std::move(body));
+}
+
+void ActorGraph::SlotRun::OnFailure(std::function<void()> closer) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!closed_) {
+      closers_.push_back(std::move(closer));
+      return;
+    }
+  }
+  closer();
+}
+
+void ActorGraph::SlotRun::Progress() {
+  graph_->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void ActorGraph::SlotRun::CloseAll() {
+  std::vector<std::function<void()>> closers;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+    closers.swap(closers_);
+  }
+  for (auto& close : closers) close();
+}
+
+void ActorGraph::SlotRun::Reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  closed_ = false;
+  closers_.clear();
+}
+
+void ActorGraph::FailSlot(Slot& slot, std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(slot.error_mutex);
+    if (!slot.error) slot.error = error;
+    slot.cancelled.store(true, std::memory_order_relaxed);
+  }
+  slot.run->CloseAll();
+}
+
+void ActorGraph::EndOutstanding(Slot& slot) {
+  if (slot.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) Finish(slot);
+}
+
+void ActorGraph::EndGraphPart(Slot& slot) {
+  if (!slot.graph_ended.exchange(true, std::memory_order_acq_rel)) EndOutstanding(slot);
+}
+
+void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
+  if (slot.cancelled.load(std::memory_order_relaxed)) {
+    Complete(task, slot, generation, nullptr);
+    return;
+  }
+  slot.outstanding.fetch_add(1, std::memory_order_acq_rel);
+  fibers_running_.fetch_add(1, std::memory_order_acq_rel);
+  // The fiber keeps the graph alive: it may end after a Shutdown gave up on it.
+  runtime_->fibers().Spawn([self = shared_from_this(), task, &slot, generation] {
+    try {
+      (*task->kernel)(*task->context);
+    } catch (const Error& e) {
+      self->FailIteration(slot, task->node, e);
+    } catch (const std::exception& e) {
+      self->FailIteration(slot, task->node, Error(ErrorCode::kInternal, e.what()));
+    }
+    self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
+    self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
+    // After an abort the graph's countdowns are stale: pass nothing on.
+    if (!slot.aborted.load(std::memory_order_acquire)) self->Complete(task, slot, generation, nullptr);
+    self->EndOutstanding(slot);
+  });
+}
+
+void ActorGraph::StartGo(Slot& slot, std::string what, std::function<void()> body) {
+  slot.outstanding.fetch_add(1, std::memory_order_acq_rel);
+  fibers_running_.fetch_add(1, std::memory_order_acq_rel);
+  runtime_->fibers().Spawn(
+      [self = shared_from_this(), &slot, what = std::move(what), body = std::move(body)] {
+        try {
+          body();
+        } catch (const Error& e) {
+          self->FailSlot(slot, std::make_exception_ptr(Error(e.code(), StrCat(what, ": ", e.message()))));
+        } catch (const std::exception& e) {
+          self->FailSlot(slot,
+                         std::make_exception_ptr(Error(ErrorCode::kInternal, StrCat(what, ": ", e.what()))));
+        }
+        self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
+        self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
+        self->EndOutstanding(slot);
+      });
+}
+
+}  // namespace rill
