@@ -4,9 +4,11 @@
 // they are; the actor executor runs the Blocking() ones on its fiber pool and
 // go blocks as fibers of the iteration (actor_graph_fibers.cc).
 //
-// Ordering: send, recv and close also name the channel variable as an output
-// (ChannelOut), so the ops on one channel keep their program order in the
-// actor executor's graph.
+// Ordering: these ops are barriers of their block in the actor executor's
+// graph (OpSchema::Barrier), so values shared by name with a go block are
+// ordered by the channel operations around them. Send, recv and close also
+// name the channel as an output (ChannelOut), which keeps them in order
+// against the go blocks that use the channel too.
 #include <memory>
 
 #include "actors/select.h"
@@ -239,7 +241,8 @@ RILL_REGISTER_OP(channel_send,
                      .Output("ChannelOut", "the same channel variable (orders its ops)", kChannelOut)
                      .InferShape(KeepChannel)
                      .CpuKernel(ChannelSendKernel)
-                     .Blocking());
+                     .Blocking()
+                     .Barrier());
 
 RILL_REGISTER_OP(channel_recv,
                  OpSchema("channel_recv")
@@ -254,7 +257,8 @@ RILL_REGISTER_OP(channel_recv,
                        KeepChannel(ctx);
                      })
                      .CpuKernel(ChannelRecvKernel)
-                     .Blocking());
+                     .Blocking()
+                     .Barrier());
 
 RILL_REGISTER_OP(channel_close,
                  OpSchema("channel_close")
@@ -263,7 +267,8 @@ RILL_REGISTER_OP(channel_close,
                      .Input("Channel", "the channel", kChannelSlot)
                      .Output("ChannelOut", "the same channel variable (orders its ops)", kChannelOut)
                      .InferShape(KeepChannel)
-                     .CpuKernel(ChannelCloseKernel));
+                     .CpuKernel(ChannelCloseKernel)
+                     .Barrier());
 
 RILL_REGISTER_OP(go,
                  OpSchema("go")
@@ -273,7 +278,8 @@ RILL_REGISTER_OP(go,
                      .Input("X", "variables the block reads (documentation; optional)",
                             kOptional | kDuplicable | kNoGradient)
                      .RequiredAttr("sub_block", AttrType::kBlock, "the block to run")
-                     .CpuKernel(GoKernel));
+                     .CpuKernel(GoKernel)
+                     .Barrier());
 
 RILL_REGISTER_OP(while,
                  OpSchema("while")
@@ -284,7 +290,8 @@ RILL_REGISTER_OP(while,
                             kOptional | kDuplicable | kNoGradient)
                      .RequiredAttr("sub_block", AttrType::kBlock, "the loop body")
                      .CpuKernel(WhileKernel)
-                     .Blocking());
+                     .Blocking()
+                     .Barrier());
 
 RILL_REGISTER_OP(select,
                  OpSchema("select")
@@ -305,6 +312,7 @@ RILL_REGISTER_OP(select,
                      .RequiredAttr("case_blocks", AttrType::kBlocks, "the block of each case")
                      .InferShape(SelectShape)
                      .CpuKernel(SelectKernel)
-                     .Blocking());
+                     .Blocking()
+                     .Barrier());
 
 }  // namespace rill

@@ -137,6 +137,11 @@ OpSchema& OpSchema::Blocking() {
   return *this;
 }
 
+OpSchema& OpSchema::Barrier() {
+  barrier_ = true;
+  return *this;
+}
+
 OpSchema& OpSchema::DefaultGrad() {
   // Captures slot lists by value: the schema is moved into the registry later.
   std::vector<SlotSpec> inputs = inputs_;

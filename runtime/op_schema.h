@@ -99,6 +99,11 @@ class OpSchema {
   // The kernel may wait (on a channel, or for a sub-block that does): the actor
   // executor runs it on a fiber, never on a scheduler thread.
   OpSchema& Blocking();
+  // The op is a barrier in its block for the actor executor: every op before
+  // it (in program order) runs before it, every op after it runs after it.
+  // Channel ops and go are: what a go block shares by name is ordered by the
+  // channel operations around it (as in Go), not by data dependencies.
+  OpSchema& Barrier();
   // The common gradient: one op "<type>_grad" taking every forward input and
   // output and each output's gradient, producing each differentiable input's gradient.
   OpSchema& DefaultGrad();
@@ -125,6 +130,7 @@ class OpSchema {
   bool OutputIsSparse(const proto::OpDesc& op, const std::string& slot) const;
   const GradMakerFn& grad_maker() const { return grad_maker_; }
   bool blocking() const { return blocking_; }
+  bool barrier() const { return barrier_; }
 
  private:
   OpSchema& AddAttr(std::string name, AttrType type, std::optional<proto::Attr> value, std::string doc,
@@ -141,6 +147,7 @@ class OpSchema {
   std::vector<std::pair<std::string, std::string>> sparse_outputs_;  // (slot, bool attribute)
   std::optional<std::string> grad_block_;
   bool blocking_ = false;
+  bool barrier_ = false;
 };
 
 // The attribute type a proto value holds (kInt for an int, ...).

@@ -13,6 +13,7 @@
 #include "runtime/graph/op_cost.h"
 #include "runtime/graph/stream_assignment.h"
 #include "runtime/op_desc.h"
+#include "runtime/op_registry.h"
 #include "runtime/var_index.h"
 
 namespace rill {
@@ -73,10 +74,14 @@ class GraphBuilder {
     // gradient block also reads its forward block's, which stay inside).
     std::vector<BlockAccess> sub_access(static_cast<size_t>(block_.ops_size()));
     for (int i = 0; i < block_.ops_size(); ++i) {
+      // The op's own outputs are written before its sub-blocks read them (a
+      // select case reads what the select received): not reads of the op.
+      std::set<std::string> own_outputs;
+      for (const auto& slot : block_.ops(i).outputs()) own_outputs.insert(slot.vars().begin(), slot.vars().end());
       for (int sub : SubBlocksOf(block_.ops(i))) {
         BlockAccess a = ExternalAccess(plan_.program, sub);
         for (const auto& name : a.reads) {
-          if (vars_.Find(name) != nullptr) sub_access[i].reads.insert(name);
+          if (vars_.Find(name) != nullptr && !own_outputs.count(name)) sub_access[i].reads.insert(name);
         }
         for (const auto& name : a.writes) {
           if (vars_.Find(name) != nullptr) sub_access[i].writes.insert(name);
@@ -135,6 +140,25 @@ class GraphBuilder {
     for (const std::string* name : reads) Read(id, KeyFor(*name, place, shared_all), *name);
     for (const std::string* name : writes) {
       Write(id, KeyFor(*name, place, shared_all), *name, Contains(reads, *name));
+    }
+    OrderAroundBarriers(id, place, op);
+  }
+
+  // Barrier ops (channel ops, go) split their block: the ops since the last
+  // barrier run before the next one, which runs before the ops after it.
+  void OrderAroundBarriers(int id, int place, const proto::OpDesc& op) {
+    Barriers& b = barriers_[place];
+    const OpSchema* schema = FindOpSchema(op.type());
+    if (schema != nullptr && schema->barrier()) {
+      if (b.since.empty() && b.last >= 0) AddControlEdge(b.last, id);
+      for (int before : b.since) AddControlEdge(before, id);
+      b.since.clear();
+      b.last = id;
+    } else if (b.last >= 0) {
+      AddControlEdge(b.last, id);
+      b.since.push_back(id);
+    } else {
+      b.since.push_back(id);
     }
   }
 
@@ -285,6 +309,11 @@ class GraphBuilder {
   // program, which outlives the builder.
   std::vector<std::unordered_map<std::string_view, VarState>> states_;
   std::unordered_map<std::string_view, bool> persistable_;
+  struct Barriers {
+    int last = -1;           // the newest barrier op
+    std::vector<int> since;  // ops added after it
+  };
+  std::unordered_map<int, Barriers> barriers_;  // by place
 };
 
 }  // namespace
