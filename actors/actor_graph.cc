@@ -150,6 +150,7 @@ void ActorGraph::BindSlot(Slot& slot, bool private_scope) {
     }
     auto child = std::make_unique<Scope>(slot.base);
     for (const auto& var : block.vars()) {
+      if (var.kind() == proto::READER) continue;  // one reader, shared by the places
       if (!var.persistable()) {
         child->Var(var.name());
       } else if (!reduce) {
@@ -177,6 +178,7 @@ void ActorGraph::BindSlot(Slot& slot, bool private_scope) {
           desc, GetOpSchema(desc.type()), scope, places_[p],
           PlaceSeed(OpSeed(plan_.program, block_index_, i), p));
       slot.contexts[static_cast<size_t>(p * ops + i)]->set_run(slot.run.get());
+      slot.contexts[static_cast<size_t>(p * ops + i)]->set_place_index(p);
     }
   }
 }
@@ -231,6 +233,9 @@ void ActorGraph::BuildNodes() {
     }
     node.kernel = GetOpSchema(desc.type()).FindKernel(place.kind);
     node.fiber = GetOpSchema(desc.type()).blocking();
+    if (node.fiber && GetOpSchema(desc.type()).try_kernel()) {
+      node.try_kernel = &GetOpSchema(desc.type()).try_kernel();
+    }
     if (node.kernel == nullptr) {
       Fail(ErrorCode::kUnimplemented, "block ", block_index_, ", op ", op.op_index, " (",
            desc.type(), "): no kernel for place ", place.ToString());

@@ -124,6 +124,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     const KernelFn* kernel = nullptr;   // nullptr for feed nodes and collectives
     bool block = false;                 // run by a BlockRunner
     bool fiber = false;                 // a Blocking() op: runs on a fiber
+    const TryKernelFn* try_kernel = nullptr;  // a Blocking() op's inline attempt
   };
   // One gradient merge: its node and what it merges.
   struct Collective {

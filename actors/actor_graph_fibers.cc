@@ -67,6 +67,23 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
     Complete(task, slot, generation, nullptr);
     return;
   }
+  // The inline attempt: done without a fiber when nothing needs waiting for.
+  if (const TryKernelFn* attempt = nodes_[task->node].try_kernel) {
+    bool done = false;
+    try {
+      done = (*attempt)(*task->context);
+    } catch (const Error& e) {
+      FailIteration(slot, task->node, e);
+      done = true;
+    } catch (const std::exception& e) {
+      FailIteration(slot, task->node, Error(ErrorCode::kInternal, e.what()));
+      done = true;
+    }
+    if (done) {
+      Complete(task, slot, generation, nullptr);
+      return;
+    }
+  }
   slot.outstanding.fetch_add(1, std::memory_order_acq_rel);
   fibers_running_.fetch_add(1, std::memory_order_acq_rel);
   // The fiber keeps the graph alive: it may end after a Shutdown gave up on it.

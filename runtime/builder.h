@@ -180,6 +180,14 @@ class Builder {
     static SelectCase Default(std::function<void(Builder&)> body);
   };
   void Select(const std::vector<SelectCase>& cases);
+  // -- input pipelines ----------------------------------------------------------
+  // A variable of kind READER: the trainer sets an InputPipeline in the scope under `name`.
+  Var Reader(const std::string& name);
+  // Appends a read op filling `fields` (already declared, e.g. by Data) with
+  // the reader's next batch. With `first`, the op goes before every op of the
+  // current block, so that it runs before the ops that read the batch.
+  void Read(const Var& reader, const std::vector<Var>& fields, bool first = false);
+
   // out = x, for an existing out (a loop-carried variable).
   void Assign(const Var& x, const Var& out);
   // int32 of x's shape: 1 where x < y (y: same shape or one element).

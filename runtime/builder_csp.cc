@@ -134,6 +134,21 @@ void Builder::Select(const std::vector<SelectCase>& cases) {
              });
 }
 
+Var Builder::Reader(const std::string& name) {
+  proto::VarDesc* desc = Declare(main_, name, {}, DataType::kFloat32, block_);
+  desc->set_kind(proto::READER);
+  desc->set_persistable(true);
+  desc->set_stop_gradient(true);
+  return Var{name, {}, DataType::kFloat32};
+}
+
+void Builder::Read(const Var& reader, const std::vector<Var>& fields, bool first) {
+  AppendOpTo("read", {{"Reader", {reader}}}, {{"Out", fields}});
+  if (!first) return;
+  auto* ops = main_->desc().mutable_blocks(block_)->mutable_ops();
+  for (int i = ops->size() - 1; i > 0; --i) ops->SwapElements(i, i - 1);
+}
+
 void Builder::Assign(const Var& x, const Var& out) {
   AppendOpTo("assign", {{"X", {x}}}, {{"Out", {out}}});
 }

@@ -58,6 +58,9 @@ class KernelContext {
   // Throws kUnimplemented naming the op when the executor gave no run context.
   RunContext& run() const;
   void set_run(RunContext* run) { run_ = run; }
+  // Which of the executor's places the op runs on (0 with one place).
+  int place_index() const { return place_index_; }
+  void set_place_index(int index) { place_index_ = index; }
   // The variable bound to input or output i of a slot (for ops whose values
   // are objects such as channels).
   Variable* InputVar(const std::string& slot, int i = 0) const;
@@ -80,6 +83,7 @@ class KernelContext {
   Place place_;
   Scope* scope_;
   RunContext* run_ = nullptr;
+  int place_index_ = 0;
   std::vector<Binding> inputs_;
   std::vector<Binding> outputs_;
   std::mt19937_64 rng_;

@@ -132,8 +132,9 @@ OpSchema& OpSchema::Grad(GradMakerFn fn) {
   return *this;
 }
 
-OpSchema& OpSchema::Blocking() {
+OpSchema& OpSchema::Blocking(TryKernelFn try_first) {
   blocking_ = true;
+  try_kernel_ = std::move(try_first);
   return *this;
 }
 

@@ -60,6 +60,7 @@ struct AttrSpec {
 
 using InferShapeFn = std::function<void(ShapeContext&)>;
 using KernelFn = std::function<void(KernelContext&)>;
+using TryKernelFn = std::function<bool(KernelContext&)>;
 // Makes the gradient ops of one forward op. Gradient variables are named
 // GradVarName(forward name); append_backward renames and prunes them.
 using GradMakerFn = std::function<std::vector<proto::OpDesc>(const proto::OpDesc& forward)>;
@@ -97,8 +98,10 @@ class OpSchema {
   // attribute `attr` is true: append_backward declares it so.
   OpSchema& SparseOutput(std::string slot, std::string attr);
   // The kernel may wait (on a channel, or for a sub-block that does): the actor
-  // executor runs it on a fiber, never on a scheduler thread.
-  OpSchema& Blocking();
+  // executor runs it on a fiber, never on a scheduler thread. `try_first`, if
+  // given, is tried inline first: it does the op's work and returns true when
+  // it can do so without waiting (a read whose batch is already there).
+  OpSchema& Blocking(TryKernelFn try_first = {});
   // The op is a barrier in its block for the actor executor: every op before
   // it (in program order) runs before it, every op after it runs after it.
   // Channel ops and go are: what a go block shares by name is ordered by the
@@ -130,6 +133,7 @@ class OpSchema {
   bool OutputIsSparse(const proto::OpDesc& op, const std::string& slot) const;
   const GradMakerFn& grad_maker() const { return grad_maker_; }
   bool blocking() const { return blocking_; }
+  const TryKernelFn& try_kernel() const { return try_kernel_; }
   bool barrier() const { return barrier_; }
 
  private:
@@ -147,6 +151,7 @@ class OpSchema {
   std::vector<std::pair<std::string, std::string>> sparse_outputs_;  // (slot, bool attribute)
   std::optional<std::string> grad_block_;
   bool blocking_ = false;
+  TryKernelFn try_kernel_;
   bool barrier_ = false;
 };
 

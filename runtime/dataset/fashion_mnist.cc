@@ -61,28 +61,43 @@ std::string ReadIdxFile(const std::string& path, std::vector<int64_t>* dims) {
   return data.substr(header);
 }
 
-ImageDataset LoadFashionMnist(const std::string& dir, bool train) {
+RawImageSet LoadFashionMnistRaw(const std::string& dir, bool train) {
   const std::string prefix = train ? "train" : "t10k";
   std::vector<int64_t> image_dims, label_dims;
   const std::string image_path = FindFile(dir, prefix + "-images-idx3-ubyte");
   const std::string label_path = FindFile(dir, prefix + "-labels-idx1-ubyte");
-  std::string pixels = ReadIdxFile(image_path, &image_dims);
-  std::string labels = ReadIdxFile(label_path, &label_dims);
+  RawImageSet raw;
+  raw.pixels = ReadIdxFile(image_path, &image_dims);
+  raw.labels = ReadIdxFile(label_path, &label_dims);
   RILL_CHECK(image_dims.size() == 3 && label_dims.size() == 1 && image_dims[0] == label_dims[0],
              kParse, image_path, " and ", label_path, " disagree on the number of examples");
-  ImageDataset set;
-  set.rows = image_dims[1];
-  set.cols = image_dims[2];
-  const int64_t n = image_dims[0];
-  const int64_t pixels_per_image = set.rows * set.cols;
-  float* out = set.images.Allocate<float>({n, pixels_per_image});
-  for (int64_t i = 0; i < n * pixels_per_image; ++i) {
-    out[i] = static_cast<float>(static_cast<unsigned char>(pixels[static_cast<size_t>(i)])) / 255.0f;
-  }
-  int64_t* label_out = set.labels.Allocate<int64_t>({n, 1});
+  raw.size = image_dims[0];
+  raw.rows = image_dims[1];
+  raw.cols = image_dims[2];
+  return raw;
+}
+
+void DecodeImages(const RawImageSet& raw, const int64_t* indices, int64_t n, float* images,
+                  int64_t* labels) {
+  const int64_t width = raw.rows * raw.cols;
+  const auto* pixels = reinterpret_cast<const unsigned char*>(raw.pixels.data());
   for (int64_t i = 0; i < n; ++i) {
-    label_out[i] = static_cast<unsigned char>(labels[static_cast<size_t>(i)]);
+    const int64_t row = indices == nullptr ? i : indices[i];
+    const unsigned char* src = pixels + row * width;
+    float* dst = images + i * width;
+    for (int64_t k = 0; k < width; ++k) dst[k] = static_cast<float>(src[k]) / 255.0f;
+    labels[i] = static_cast<unsigned char>(raw.labels[static_cast<size_t>(row)]);
   }
+}
+
+ImageDataset LoadFashionMnist(const std::string& dir, bool train) {
+  const RawImageSet raw = LoadFashionMnistRaw(dir, train);
+  ImageDataset set;
+  set.rows = raw.rows;
+  set.cols = raw.cols;
+  float* images = set.images.Allocate<float>({raw.size, raw.rows * raw.cols});
+  int64_t* labels = set.labels.Allocate<int64_t>({raw.size, 1});
+  DecodeImages(raw, nullptr, raw.size, images, labels);
   return set;
 }
 

@@ -20,6 +20,20 @@ struct ImageDataset {
   int64_t size() const { return labels.initialized() ? labels.dim(0) : 0; }
 };
 
+// The same files undecoded: one byte per pixel and per label.
+struct RawImageSet {
+  std::string pixels;  // size * rows * cols bytes
+  std::string labels;  // size bytes
+  int64_t size = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+RawImageSet LoadFashionMnistRaw(const std::string& dir, bool train);
+// Decodes examples indices[0..n) (or 0..n when indices is null) into images
+// ([n, rows * cols], pixel / 255) and labels ([n]).
+void DecodeImages(const RawImageSet& raw, const int64_t* indices, int64_t n, float* images,
+                  int64_t* labels);
+
 // Reads "<dir>/train-*" (train = true) or "<dir>/t10k-*". Throws kIo naming
 // the path (and the package that provides it) when a file is missing, and
 // kParse when a file is not a valid IDX file or images and labels disagree.

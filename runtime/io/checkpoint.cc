@@ -86,7 +86,9 @@ std::vector<std::string> PersistableVarNames(const proto::ProgramDesc& program) 
   std::set<std::string> seen;
   for (const auto& block : program.blocks()) {
     for (const auto& var : block.vars()) {
-      if (var.persistable() && seen.insert(var.name()).second) names.push_back(var.name());
+      // Readers and channels hold objects, not tensors: nothing to save.
+      const bool tensor = var.kind() == proto::DENSE_TENSOR || var.kind() == proto::SELECTED_ROWS;
+      if (var.persistable() && tensor && seen.insert(var.name()).second) names.push_back(var.name());
     }
   }
   return names;

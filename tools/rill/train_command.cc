@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/input_pipeline.h"
 #include "actors/parallel_executor.h"
 #include "ops/math/blas.h"
 #include "runtime/buffer_pool.h"
@@ -42,6 +43,12 @@ constexpr const char* kUsage = R"(usage: rill train [flags]
   --strategy allreduce|reduce   how replicas merge gradients (default allreduce)
   --threads N              threads running ops in the actor executor (default: one per place)
   --blas-threads N         OpenBLAS threads (default: cores / --threads)
+  --input pipeline|preloaded   stream training batches through the input pipeline
+                           (default: decoded on their own threads, prefetched per
+                           place, taken by a read op) or feed them from the whole
+                           set decoded in memory
+  --decode-threads N       pipeline decode threads (default 1)
+  --prefetch N             batches buffered per place by the pipeline (default 2)
   --save FILE              write a checkpoint of all persistable variables at the end
   --resume FILE            start from a checkpoint written by --save
   --json                   one JSON object per epoch on stdout
@@ -64,6 +71,9 @@ struct TrainOptions {
   std::string save;
   std::string resume;
   bool json = false;
+  std::string input = "pipeline";
+  int decode_threads = 1;
+  int prefetch = 2;
 };
 
 std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
@@ -174,17 +184,33 @@ int Train(const TrainOptions& opt) {
   const int blas = opt.blas_threads > 0 ? opt.blas_threads
                                         : std::max(1, Runtime::HardwareThreads() / threads);
   SetBlasThreads(blas);
-  const ImageDataset train = LoadFashionMnist(opt.data, /*train=*/true);
+  const bool pipelined = opt.input == "pipeline";
+  // Preloaded: the whole training set decoded in memory, batches gathered and fed.
+  const ImageDataset train = pipelined ? ImageDataset{} : LoadFashionMnist(opt.data, /*train=*/true);
   const ImageDataset test = LoadFashionMnist(opt.data, /*train=*/false);
+  std::shared_ptr<InputPipeline> pipeline;
+  if (pipelined) {
+    InputPipeline::Options o;
+    o.batch = opt.batch;
+    o.places = static_cast<int>(places.size());
+    o.seed = opt.seed;
+    o.decode_threads = opt.decode_threads;
+    o.prefetch = opt.prefetch;
+    o.max_batches = opt.max_steps;
+    pipeline = std::make_shared<InputPipeline>(FashionMnistSource(opt.data, /*train=*/true), o);
+  }
 
   Program main, startup;
   Builder builder(&main, &startup, opt.seed);
   Classifier model = BuildClassifier(builder, opt.model);
   Program eval_program = main.CloneForTest();  // forward only, taken before backward is added
   MakeOptimizer(opt.optimizer, static_cast<float>(opt.lr))->Minimize(builder, model.loss);
+  constexpr const char* kReader = "train_reader";
+  if (pipelined) builder.Read(builder.Reader(kReader), {model.image, model.label}, /*first=*/true);
 
   Scope scope;
   Executor().Run(startup.desc(), &scope);
+  if (pipelined) scope.Var(kReader)->set_object(pipeline);
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
   std::unique_ptr<StepRunner> step, eval;
   const ActorRunner* actor_step = nullptr;
@@ -209,12 +235,17 @@ int Train(const TrainOptions& opt) {
   }
 
   const bool tty = isatty(STDERR_FILENO) != 0;
-  std::vector<int64_t> order(static_cast<size_t>(train.size()));
+  const size_t examples = static_cast<size_t>(pipelined ? pipeline->source().size() : train.size());
+  std::vector<int64_t> order(pipelined ? 0 : examples);
+  if (pipelined) pipeline->StartEpoch(1);
+  InputPipeline::Counters seen;  // the pipeline's counters at the start of the epoch
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
-    std::iota(order.begin(), order.end(), 0);
-    std::mt19937_64 shuffle(opt.seed * 1000003 + static_cast<uint64_t>(epoch));
-    std::shuffle(order.begin(), order.end(), shuffle);
-    size_t steps = (order.size() + static_cast<size_t>(opt.batch) - 1) / static_cast<size_t>(opt.batch);
+    if (!pipelined) {
+      std::iota(order.begin(), order.end(), 0);
+      std::mt19937_64 shuffle(opt.seed * 1000003 + static_cast<uint64_t>(epoch));
+      std::shuffle(order.begin(), order.end(), shuffle);
+    }
+    size_t steps = (examples + static_cast<size_t>(opt.batch) - 1) / static_cast<size_t>(opt.batch);
     if (opt.max_steps >= 0) steps = std::min(steps, static_cast<size_t>(opt.max_steps));
     double loss_sum = 0;
     int64_t samples = 0;
@@ -223,10 +254,14 @@ int Train(const TrainOptions& opt) {
     double seconds = 0;
     for (size_t s = 0; s < steps; ++s) {
       const size_t begin = s * static_cast<size_t>(opt.batch);
-      const size_t end = std::min(order.size(), begin + static_cast<size_t>(opt.batch));
-      GatherBatch(train, order, begin, end, &images, &labels);
-      auto out = step->Run({{model.image.name, images}, {model.label.name, labels}},
-                           {model.loss.name});
+      const size_t end = std::min(examples, begin + static_cast<size_t>(opt.batch));
+      std::vector<Tensor> out;
+      if (pipelined) {
+        out = step->Run({}, {model.loss.name});  // the read op takes the batch
+      } else {
+        GatherBatch(train, order, begin, end, &images, &labels);
+        out = step->Run({{model.image.name, images}, {model.label.name, labels}}, {model.loss.name});
+      }
       loss_sum += out[0].GetAsDouble(0);
       samples += static_cast<int64_t>(end - begin);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -238,6 +273,15 @@ int Train(const TrainOptions& opt) {
     if (tty) std::fprintf(stderr, "\n");
     const double train_loss = loss_sum / static_cast<double>(std::max<size_t>(steps, 1));
     const double rate = static_cast<double>(samples) / std::max(seconds, 1e-9);
+    InputPipeline::Counters input;
+    if (pipelined) {
+      const InputPipeline::Counters now = pipeline->counters();
+      input = {now.batches - seen.batches, now.ready - seen.ready, now.waited - seen.waited,
+               now.wait_ns - seen.wait_ns, now.decoded - seen.decoded};
+      seen = now;
+      // The next epoch decodes while this one is evaluated: its first step finds its batch.
+      if (epoch < opt.epochs) pipeline->StartEpoch(epoch + 1);
+    }
     const Evaluation result = Evaluate(*eval, test, model);
     if (opt.json) {
       std::printf(
@@ -246,12 +290,16 @@ int Train(const TrainOptions& opt) {
           "\"test_loss\": %.6f, \"test_accuracy\": %.4f, \"samples_per_sec\": %.1f, "
           "\"seconds\": %.3f, \"peak_rss_mib\": %.1f, \"peak_tensor_mib\": %.1f, "
           "\"merges_per_step\": %d, "
-          "\"merges_overlapping_backward\": %d}\n",
+          "\"merges_overlapping_backward\": %d, \"input\": \"%s\", \"input_batches\": %lld, "
+          "\"input_ready\": %lld, \"input_waited\": %lld, \"input_wait_ms\": %.3f}\n",
           epoch, opt.model.c_str(), opt.executor.c_str(), places.size(), opt.strategy.c_str(),
           threads, steps, train_loss, result.loss, result.accuracy, rate, seconds, PeakRssMiB(),
           static_cast<double>(BufferPool::Instance().Stats().peak_in_use_bytes) / (1 << 20),
           actor_step ? actor_step->executor().last_stats().collectives : 0,
-          actor_step ? actor_step->executor().last_stats().collectives_overlapping_backward : 0);
+          actor_step ? actor_step->executor().last_stats().collectives_overlapping_backward : 0,
+          opt.input.c_str(), static_cast<long long>(input.batches),
+          static_cast<long long>(input.ready), static_cast<long long>(input.waited),
+          static_cast<double>(input.wait_ns) / 1e6);
       std::fflush(stdout);
     } else {
       std::printf("epoch %d: train loss %.4f, test loss %.4f, test accuracy %.4f, %.0f samples/s\n",
@@ -283,9 +331,18 @@ int TrainCommand(const std::vector<std::string>& args) {
   flags.String("--save", &opt.save);
   flags.String("--resume", &opt.resume);
   flags.Bool("--json", &opt.json);
+  flags.String("--input", &opt.input);
+  flags.Int("--decode-threads", &opt.decode_threads);
+  flags.Int("--prefetch", &opt.prefetch);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
   if (opt.executor != "actor" && opt.executor != "sequential") {
     return flags.UsageError("--executor must be actor or sequential");
+  }
+  if (opt.input != "pipeline" && opt.input != "preloaded") {
+    return flags.UsageError("--input must be pipeline or preloaded");
+  }
+  if (opt.decode_threads < 1 || opt.prefetch < 0) {
+    return flags.UsageError("--decode-threads must be >= 1 and --prefetch >= 0");
   }
   if (opt.strategy != "allreduce" && opt.strategy != "reduce") {
     return flags.UsageError("--strategy must be allreduce or reduce");
