@@ -89,8 +89,8 @@ void ActorGraph::Build() {
   options.build = build_;
   graph_ = BuildSsaGraph(plan_, options);
   const int streams_per_place = graph_.streams_per_place;
-  RILL_CHECK(places() * streams_per_place < 32768, kInvalidArgument, "too many streams: ",
-             places() * streams_per_place);
+  RILL_CHECK(places() * streams_per_place < 32768, kInvalidArgument,
+             "too many streams: ", places() * streams_per_place);
   for (int p = 0; p < places(); ++p) {
     for (int s = 0; s < streams_per_place; ++s) {
       streams_.push_back(std::make_unique<Stream>(static_cast<int>(streams_.size()), p, s));
@@ -174,9 +174,9 @@ void ActorGraph::BindSlot(Slot& slot, bool private_scope) {
         continue;
       }
       const proto::OpDesc& desc = block.ops(i);
-      slot.contexts[static_cast<size_t>(p * ops + i)] = std::make_unique<KernelContext>(
-          desc, GetOpSchema(desc.type()), scope, places_[p],
-          PlaceSeed(OpSeed(plan_.program, block_index_, i), p));
+      slot.contexts[static_cast<size_t>(p * ops + i)] =
+          std::make_unique<KernelContext>(desc, GetOpSchema(desc.type()), scope, places_[p],
+                                          PlaceSeed(OpSeed(plan_.program, block_index_, i), p));
       slot.contexts[static_cast<size_t>(p * ops + i)]->set_run(slot.run.get());
       slot.contexts[static_cast<size_t>(p * ops + i)]->set_place_index(p);
     }
@@ -308,14 +308,12 @@ void ActorGraph::BuildTasks(Slot& slot) {
     task.backward = op.kind == OpNodeKind::kCompute && op.role == proto::ROLE_BACKWARD;
     task.countdown.Reset(1, node.predecessor_count);
     switch (op.kind) {
-      case OpNodeKind::kFeed:
-        task.kind = TaskKind::kFeed;
-        break;
-      case OpNodeKind::kCollective:
-        task.kind = TaskKind::kCollective;
-        break;
+      case OpNodeKind::kFeed: task.kind = TaskKind::kFeed; break;
+      case OpNodeKind::kCollective: task.kind = TaskKind::kCollective; break;
       case OpNodeKind::kCompute: {
-        task.kind = node.block ? TaskKind::kBlock : node.fiber ? TaskKind::kFiber : TaskKind::kKernel;
+        task.kind = node.block   ? TaskKind::kBlock
+                    : node.fiber ? TaskKind::kFiber
+                                 : TaskKind::kKernel;
         const OpPlacement& placement = plan_.ops[op.op_index];
         const int p = placement.kind == OpPlacement::kOnePlace ? placement.place : op.place;
         task.context = slot.contexts[static_cast<size_t>(p * ops + op.op_index)].get();
@@ -359,7 +357,8 @@ void ActorGraph::BuildTasks(Slot& slot) {
   slot.keep.assign(releasables_.size(), 0);
   slot.feed_values.resize(feeds_.size());
   slot.feed_given.assign(feeds_.size(), 0);
-  for (const Feed& feed : feeds_) slot.feed_vars.push_back(ScopeOf(slot, feed.place)->Var(feed.name));
+  for (const Feed& feed : feeds_)
+    slot.feed_vars.push_back(ScopeOf(slot, feed.place)->Var(feed.name));
   slot.place_weights.assign(static_cast<size_t>(places()), 1.0 / places());
   BuildBlockRunners(slot);
 }

@@ -32,8 +32,8 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <semaphore>
@@ -41,8 +41,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "actors/execution_strategy.h"
 #include "actors/block_runner.h"
+#include "actors/execution_strategy.h"
 #include "actors/iteration_stats.h"
 #include "actors/place_io.h"
 #include "actors/runtime.h"
@@ -115,23 +115,23 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
  private:
   // What the hot path does not need of an op node (that is in its Task).
   struct Node {
-    int stream = -1;                    // global stream id; -1 for a collective
+    int stream = -1;  // global stream id; -1 for a collective
     uint32_t predecessor_count = 0;
-    int feed_index = -1;                // for feed nodes: index into the slot's feed values
-    int collective = -1;                // for collectives: index into collectives_
-    std::vector<int> releases;          // releasable variables this node is a reader (or producer) of
+    int feed_index = -1;        // for feed nodes: index into the slot's feed values
+    int collective = -1;        // for collectives: index into collectives_
+    std::vector<int> releases;  // releasable variables this node is a reader (or producer) of
     std::vector<int> cross_stream_producers;  // streams of predecessors on other streams
-    const KernelFn* kernel = nullptr;   // nullptr for feed nodes and collectives
-    bool block = false;                 // run by a BlockRunner
-    bool fiber = false;                 // a Blocking() op: runs on a fiber
+    const KernelFn* kernel = nullptr;         // nullptr for feed nodes and collectives
+    bool block = false;                       // run by a BlockRunner
+    bool fiber = false;                       // a Blocking() op: runs on a fiber
     const TryKernelFn* try_kernel = nullptr;  // a Blocking() op's inline attempt
   };
   // One gradient merge: its node and what it merges.
   struct Collective {
     int node = -1;
-    int order = 0;                      // issue position on every place
-    bool reduce = false;                // into the shared copy (else into every place's)
-    std::vector<std::string> members;   // gradient variables
+    int order = 0;                     // issue position on every place
+    bool reduce = false;               // into the shared copy (else into every place's)
+    std::vector<std::string> members;  // gradient variables
   };
   // A variable whose buffer can go once its last reader has run.
   struct Releasable {
@@ -147,8 +147,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // A collective's chunk tasks in one slot, and each place's issue position.
   struct PlaceOrder {
     std::mutex mutex;
-    int next = 0;                  // the collective order this place runs next
-    std::vector<Task*> waiting;    // by order: chunk tasks that came before their turn
+    int next = 0;                // the collective order this place runs next
+    std::vector<Task*> waiting;  // by order: chunk tasks that came before their turn
   };
   struct Slot;
   // The RunContext of one iteration slot: go blocks become fibers counted by
@@ -177,16 +177,16 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     int index = 0;
     std::atomic<bool> busy{false};
     std::atomic<uint32_t> generation{0};  // of the iteration using the slot; 0: none yet
-    bool dirty = false;           // an aborted iteration left countdowns behind: reset all
+    bool dirty = false;                   // an aborted iteration left countdowns behind: reset all
     std::atomic<bool> cancelled{false};
     std::atomic<bool> done{false};
-    Scope* base = nullptr;                      // shared variables (the scope, or a child per slot)
+    Scope* base = nullptr;  // shared variables (the scope, or a child per slot)
     std::unique_ptr<Scope> own_base;
-    std::vector<Scope*> place_scopes;           // each place's own variables
+    std::vector<Scope*> place_scopes;  // each place's own variables
     std::vector<std::unique_ptr<Scope>> own_place_scopes;
     std::vector<std::pair<Variable*, Variable*>> parameter_copies;  // (place copy, source)
-    std::unique_ptr<Task[]> tasks;              // by node id
-    std::unique_ptr<Task[]> chunks;             // by collective * places + place
+    std::unique_ptr<Task[]> tasks;                                  // by node id
+    std::unique_ptr<Task[]> chunks;                 // by collective * places + place
     std::unique_ptr<Countdown[]> chunk_countdowns;  // by collective: chunks still running
     // By collective: member m's variable on place p at [m * (places + 1) + p],
     // the shared copy at p = places.
@@ -194,7 +194,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     // By collective and member: the gradient is selected rows this iteration
     // (decided when the collective is issued, before its chunks run).
     std::vector<std::vector<uint8_t>> collective_sparse;
-    std::vector<std::unique_ptr<PlaceOrder>> orders;  // by place
+    std::vector<std::unique_ptr<PlaceOrder>> orders;       // by place
     std::vector<std::unique_ptr<KernelContext>> contexts;  // by place * ops + op index
     Countdown terminal;
     std::unique_ptr<std::atomic<int32_t>[]> release_counts;
@@ -206,20 +206,20 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::vector<double> place_weights;  // each place's share of the batch
     std::vector<std::string> fetches;
     std::promise<std::vector<Tensor>> promise;
-    DoneFn on_done;               // instead of the promise, when set
+    DoneFn on_done;  // instead of the promise, when set
     // Block ops: each place's scopes (keyed by forward block), and the runners by node.
     std::map<int, std::vector<std::unique_ptr<Scope>>> block_scopes;
     std::vector<std::unique_ptr<BlockRunner>> block_runners;
     std::atomic<int> backward_pending{0};
     std::atomic<int> overlapped{0};
     std::mutex error_mutex;
-    std::exception_ptr error;     // guarded by error_mutex
+    std::exception_ptr error;            // guarded by error_mutex
     std::atomic<int64_t> started_ns{0};  // steady clock, when the iteration began
     std::unique_ptr<SlotRun> run;        // what kernels see of the iteration (go blocks)
     // The graph's part (1 until the terminal countdown completes) plus fiber
     // ops and go blocks still running; the iteration finishes at zero.
     std::atomic<int> outstanding{0};
-    std::atomic<bool> aborted{false};    // Abort ran for this iteration
+    std::atomic<bool> aborted{false};      // Abort ran for this iteration
     std::atomic<bool> graph_ended{false};  // the graph's part of `outstanding` is gone
   };
 
@@ -299,15 +299,15 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   Scope* scope_;
   ExecutionStrategy strategy_;
   BuildStrategy build_;
-  DataParallelPlan plan_;       // the planned program: kernel contexts point into it
+  DataParallelPlan plan_;  // the planned program: kernel contexts point into it
   SsaGraph graph_;
   std::vector<Node> nodes_;
-  std::vector<int32_t> successor_list_;  // all nodes' successors; tasks point into it
+  std::vector<int32_t> successor_list_;   // all nodes' successors; tasks point into it
   std::vector<int32_t> successor_begin_;  // by node, into successor_list_
   std::vector<int> sources_;
   uint32_t sink_count_ = 0;
   int backward_nodes_ = 0;
-  std::vector<Feed> feeds_;              // by feed index
+  std::vector<Feed> feeds_;                                       // by feed index
   std::unordered_map<std::string, std::vector<int>> feed_index_;  // name -> feed index by place
   std::unique_ptr<VarIndex> declared_;   // the planned block's visible declarations
   std::vector<Collective> collectives_;  // by order
@@ -318,8 +318,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::counting_semaphore<1 << 20> free_slots_{0};
   std::mutex slot_mutex_;  // picking a free slot
   std::atomic<int> in_flight_{0};
-  std::atomic<int> blocks_running_{0};  // block ops started and not yet done
-  std::atomic<int> fibers_running_{0};  // fiber ops and go blocks started and not yet done
+  std::atomic<int> blocks_running_{0};       // block ops started and not yet done
+  std::atomic<int> fibers_running_{0};       // fiber ops and go blocks started and not yet done
   std::atomic<uint64_t> fiber_progress_{0};  // ops finished on fibers (for the watchdog)
   std::atomic<bool> shut_down_{false};
   std::vector<std::string> withheld_feeds_;

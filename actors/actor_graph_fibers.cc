@@ -98,7 +98,8 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
     self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
     self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
     // After an abort the graph's countdowns are stale: pass nothing on.
-    if (!slot.aborted.load(std::memory_order_acquire)) self->Complete(task, slot, generation, nullptr);
+    if (!slot.aborted.load(std::memory_order_acquire))
+      self->Complete(task, slot, generation, nullptr);
     self->EndOutstanding(slot);
   });
 }
@@ -106,20 +107,21 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
 void ActorGraph::StartGo(Slot& slot, std::string what, std::function<void()> body) {
   slot.outstanding.fetch_add(1, std::memory_order_acq_rel);
   fibers_running_.fetch_add(1, std::memory_order_acq_rel);
-  runtime_->fibers().Spawn(
-      [self = shared_from_this(), &slot, what = std::move(what), body = std::move(body)] {
-        try {
-          body();
-        } catch (const Error& e) {
-          self->FailSlot(slot, std::make_exception_ptr(Error(e.code(), StrCat(what, ": ", e.message()))));
-        } catch (const std::exception& e) {
-          self->FailSlot(slot,
-                         std::make_exception_ptr(Error(ErrorCode::kInternal, StrCat(what, ": ", e.what()))));
-        }
-        self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
-        self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
-        self->EndOutstanding(slot);
-      });
+  runtime_->fibers().Spawn([self = shared_from_this(), &slot, what = std::move(what),
+                            body = std::move(body)] {
+    try {
+      body();
+    } catch (const Error& e) {
+      self->FailSlot(slot,
+                     std::make_exception_ptr(Error(e.code(), StrCat(what, ": ", e.message()))));
+    } catch (const std::exception& e) {
+      self->FailSlot(
+          slot, std::make_exception_ptr(Error(ErrorCode::kInternal, StrCat(what, ": ", e.what()))));
+    }
+    self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
+    self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
+    self->EndOutstanding(slot);
+  });
 }
 
 }  // namespace rill

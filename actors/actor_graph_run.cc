@@ -26,7 +26,8 @@ bool SplitsAlongBatch(const proto::VarDesc& desc) {
 
 }  // namespace
 
-std::vector<Tensor> ActorGraph::Run(const FeedList& feeds, const std::vector<std::string>& fetches) {
+std::vector<Tensor> ActorGraph::Run(const FeedList& feeds,
+                                    const std::vector<std::string>& fetches) {
   std::future<std::vector<Tensor>> future;
   Slot& slot = Begin(feeds, fetches, &future);
   Help(slot, future);
@@ -60,17 +61,18 @@ void ActorGraph::CheckFeeds(const FeedList& feeds) const {
     RILL_CHECK(FromProto(desc->dtype()) == tensor.dtype(), kInvalidArgument, "feed \"", name,
                "\" is ", tensor.Describe(), " but the variable is declared ",
                DataTypeName(FromProto(desc->dtype())));
-    RILL_CHECK(ShapesCompatible(VarShape(*desc), tensor.shape()), kInvalidArgument, "feed \"",
-               name, "\" has shape ", ShapeToString(tensor.shape()),
-               " but the variable is declared ", ShapeToString(VarShape(*desc)));
+    RILL_CHECK(ShapesCompatible(VarShape(*desc), tensor.shape()), kInvalidArgument, "feed \"", name,
+               "\" has shape ", ShapeToString(tensor.shape()), " but the variable is declared ",
+               ShapeToString(VarShape(*desc)));
     if (places() == 1 || !SplitsAlongBatch(*desc)) continue;
     if (batch < 0) {
       batch = tensor.dim(0);
       batch_feed = name;
     }
-    RILL_CHECK(tensor.dim(0) == batch, kInvalidArgument, "feeds split over the places must have "
-               "as many rows: \"", batch_feed, "\" has ", batch, ", \"", name, "\" has ",
-               tensor.dim(0));
+    RILL_CHECK(tensor.dim(0) == batch, kInvalidArgument,
+               "feeds split over the places must have "
+               "as many rows: \"",
+               batch_feed, "\" has ", batch, ", \"", name, "\" has ", tensor.dim(0));
   }
 }
 
@@ -458,7 +460,8 @@ void ActorGraph::Finish(Slot& slot) {
         for (int p = 0; p < places(); ++p) {
           Variable* v = slot.place_scopes[p]->FindVar(name);
           RILL_CHECK(v != nullptr && v->tensor().initialized(), kNotFound, "fetch \"", name,
-                     "\" holds no value after the run", places() > 1 ? StrCat(" on place ", p) : "");
+                     "\" holds no value after the run",
+                     places() > 1 ? StrCat(" on place ", p) : "");
           values.push_back(v->tensor());
         }
         results.push_back(MergeFetch(MergeFor(name), values, slot.place_weights));

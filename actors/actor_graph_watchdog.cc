@@ -16,8 +16,8 @@ using Clock = std::chrono::steady_clock;
 std::string ActorGraph::DescribeNode(int id) const {
   const OpNode& op = graph_.ops[id];
   if (op.kind == OpNodeKind::kCollective) {
-    return StrCat("block ", block_index_, ", op ", op.op_index, " (", op.type, " #",
-                  op.collective, " over ", places(), " places)");
+    return StrCat("block ", block_index_, ", op ", op.op_index, " (", op.type, " #", op.collective,
+                  " over ", places(), " places)");
   }
   std::string where = StrCat(" on ", places_[op.place].ToString());
   if (places() > 1) where += StrCat(" place ", op.place);

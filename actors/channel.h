@@ -160,8 +160,7 @@ class Channel : public ChannelBase {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!TrySendLocked(*state, &status, &wakes)) {
-        waiter = std::make_shared<ChannelWaiter>(
-            [state, done](int, ChannelStatus s) { done(s); });
+        waiter = std::make_shared<ChannelWaiter>([state, done](int, ChannelStatus s) { done(s); });
         senders_.push_back({waiter, 0, state.get()});
       }
     }
@@ -179,8 +178,10 @@ class Channel : public ChannelBase {
       std::lock_guard<std::mutex> lock(mutex_);
       closed_ = true;
       Entry entry;
-      while (PopClaimed(receivers_, &entry)) wakes.push_back({entry.waiter, entry.which, ChannelStatus::kClosed});
-      while (PopClaimed(senders_, &entry)) wakes.push_back({entry.waiter, entry.which, ChannelStatus::kClosed});
+      while (PopClaimed(receivers_, &entry))
+        wakes.push_back({entry.waiter, entry.which, ChannelStatus::kClosed});
+      while (PopClaimed(senders_, &entry))
+        wakes.push_back({entry.waiter, entry.which, ChannelStatus::kClosed});
     }
     RunWakes(wakes);
   }

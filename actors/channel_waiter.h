@@ -8,12 +8,11 @@
 #pragma once
 
 #include <atomic>
+#include <boost/fiber/condition_variable.hpp>
 #include <chrono>
 #include <functional>
 #include <mutex>
 #include <optional>
-
-#include <boost/fiber/condition_variable.hpp>
 
 namespace rill {
 

@@ -160,7 +160,8 @@ std::vector<SelectCase> SelectCases(const KernelContext& ctx) {
                  recvs == ctx.OutputCount("Out"),
              kInvalidArgument, "select: case_kinds name ", channels, " channel(s), ", sends,
              " send value(s) and ", recvs, " receive output(s); the op binds ",
-             ctx.InputCount("Channels"), ", ", ctx.InputCount("X"), " and ", ctx.OutputCount("Out"));
+             ctx.InputCount("Channels"), ", ", ctx.InputCount("X"), " and ",
+             ctx.OutputCount("Out"));
   return cases;
 }
 
@@ -170,7 +171,8 @@ void SelectKernel(KernelContext& ctx) {
   RILL_CHECK(blocks.size() == cases.size(), kInvalidArgument, "select has ", cases.size(),
              " case(s) but ", blocks.size(), " case block(s)");
   std::vector<std::shared_ptr<TensorChannel>> channels;
-  for (int i = 0; i < ctx.InputCount("Channels"); ++i) channels.push_back(ChannelInput(ctx, "Channels", i));
+  for (int i = 0; i < ctx.InputCount("Channels"); ++i)
+    channels.push_back(ChannelInput(ctx, "Channels", i));
   std::vector<Tensor> received(static_cast<size_t>(ctx.OutputCount("Out")));
   Select select;
   for (const SelectCase& c : cases) {
@@ -209,9 +211,11 @@ void SelectShape(ShapeContext& ctx) {
     ctx.Check(kind == "recv" || kind == "send" || kind == "default", "select case kind \"", kind,
               "\" (must be recv, send or default)");
     if (kind == "default") continue;
-    ctx.Check(channel < ctx.InputCount("Channels"), "select names more channel cases than Channels");
+    ctx.Check(channel < ctx.InputCount("Channels"),
+              "select names more channel cases than Channels");
     if (kind == "recv") {
-      ctx.SetOutput("Out", ctx.InputShape("Channels", channel), ctx.InputType("Channels", channel), recv);
+      ctx.SetOutput("Out", ctx.InputShape("Channels", channel), ctx.InputType("Channels", channel),
+                    recv);
       ctx.SetOutput("Status", {1}, DataType::kInt32, recv);
       ++recv;
     }
@@ -238,7 +242,8 @@ RILL_REGISTER_OP(channel_send,
                           "channel is closed.")
                      .Input("Channel", "the channel", kChannelSlot)
                      .Input("X", "the value", kNoGradient)
-                     .Output("ChannelOut", "the same channel variable (orders its ops)", kChannelOut)
+                     .Output("ChannelOut", "the same channel variable (orders its ops)",
+                             kChannelOut)
                      .InferShape(KeepChannel)
                      .CpuKernel(ChannelSendKernel)
                      .Blocking()
@@ -251,7 +256,8 @@ RILL_REGISTER_OP(channel_recv,
                      .Input("Channel", "the channel", kChannelSlot)
                      .Output("Out", "the value received", kNoGradient)
                      .Output("Status", "int32[1]: 1 received, 0 closed", kOptional | kNoGradient)
-                     .Output("ChannelOut", "the same channel variable (orders its ops)", kChannelOut)
+                     .Output("ChannelOut", "the same channel variable (orders its ops)",
+                             kChannelOut)
                      .InferShape([](ShapeContext& ctx) {
                        ChannelRecvShape(ctx);
                        KeepChannel(ctx);
@@ -265,7 +271,8 @@ RILL_REGISTER_OP(channel_close,
                      .Doc("Closes Channel: receivers drain what is buffered, then see it closed; "
                           "parked senders fail. Closing twice is an error.")
                      .Input("Channel", "the channel", kChannelSlot)
-                     .Output("ChannelOut", "the same channel variable (orders its ops)", kChannelOut)
+                     .Output("ChannelOut", "the same channel variable (orders its ops)",
+                             kChannelOut)
                      .InferShape(KeepChannel)
                      .CpuKernel(ChannelCloseKernel)
                      .Barrier());
@@ -308,7 +315,8 @@ RILL_REGISTER_OP(select,
                              kDuplicable | kOptional | kNoGradient)
                      .Output("ChannelsOut", "the same channel variables (order their ops)",
                              kDuplicable | kOptional | kNoGradient)
-                     .RequiredAttr("case_kinds", AttrType::kStrings, "recv, send or default, per case")
+                     .RequiredAttr("case_kinds", AttrType::kStrings,
+                                   "recv, send or default, per case")
                      .RequiredAttr("case_blocks", AttrType::kBlocks, "the block of each case")
                      .InferShape(SelectShape)
                      .CpuKernel(SelectKernel)

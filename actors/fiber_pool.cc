@@ -1,15 +1,14 @@
 #include "actors/fiber_pool.h"
 
 #include <atomic>
+#include <boost/fiber/condition_variable.hpp>
+#include <boost/fiber/fiber.hpp>
+#include <boost/fiber/protected_fixedsize_stack.hpp>
 #include <cstdio>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
-
-#include <boost/fiber/condition_variable.hpp>
-#include <boost/fiber/fiber.hpp>
-#include <boost/fiber/protected_fixedsize_stack.hpp>
 
 #include "runtime/error.h"
 
@@ -70,20 +69,20 @@ void FiberPool::Loop(const std::shared_ptr<Worker>& worker, size_t stack_bytes) 
       w.queue.pop_front();
       ++w.live;
       lock.unlock();
-      boost::fibers::fiber(std::allocator_arg, boost::fibers::protected_fixedsize_stack(stack_bytes),
-                           [&w, fn = std::move(fn)] {
-                             try {
-                               fn();
-                             } catch (const std::exception& e) {
-                               std::fprintf(stderr, "rill: a fiber ended with an exception: %s\n",
-                                            e.what());
-                             } catch (...) {
-                               std::fprintf(stderr, "rill: a fiber ended with an unknown exception\n");
-                             }
-                             std::lock_guard<std::mutex> guard(w.mutex);
-                             --w.live;
-                             w.cv.notify_all();
-                           })
+      boost::fibers::fiber(
+          std::allocator_arg, boost::fibers::protected_fixedsize_stack(stack_bytes),
+          [&w, fn = std::move(fn)] {
+            try {
+              fn();
+            } catch (const std::exception& e) {
+              std::fprintf(stderr, "rill: a fiber ended with an exception: %s\n", e.what());
+            } catch (...) {
+              std::fprintf(stderr, "rill: a fiber ended with an unknown exception\n");
+            }
+            std::lock_guard<std::mutex> guard(w.mutex);
+            --w.live;
+            w.cv.notify_all();
+          })
           .detach();
       lock.lock();
       continue;

@@ -47,7 +47,8 @@ void InputPipeline::StartEpoch(int epoch) {
   steps_ = steps_per_epoch();
   channels_.clear();
   for (int p = 0; p < options_.places; ++p) {
-    channels_.push_back(std::make_shared<Channel<PipelineBatch>>(static_cast<size_t>(options_.prefetch)));
+    channels_.push_back(
+        std::make_shared<Channel<PipelineBatch>>(static_cast<size_t>(options_.prefetch)));
   }
   next_decode_.store(0);
   next_deliver_ = 0;
@@ -69,14 +70,16 @@ void InputPipeline::DecodeLoop(int) {
     const int64_t step = next_decode_.fetch_add(1);
     if (step >= steps_) return;
     const int64_t begin = step * options_.batch;
-    const int64_t end = std::min<int64_t>(begin + options_.batch, static_cast<int64_t>(order_.size()));
+    const int64_t end =
+        std::min<int64_t>(begin + options_.batch, static_cast<int64_t>(order_.size()));
     std::vector<int64_t> indices(order_.begin() + begin, order_.begin() + end);
     std::vector<Tensor> fields = source_->Decode(indices);
     decoded_.fetch_add(1, std::memory_order_relaxed);
     const std::vector<int64_t> rows = SplitRows(end - begin, options_.places);
     std::vector<std::vector<Tensor>> slices(static_cast<size_t>(options_.places));
     for (const Tensor& field : fields) {
-      std::vector<Tensor> parts = options_.places == 1 ? std::vector<Tensor>{field} : SplitBatch(field, rows);
+      std::vector<Tensor> parts =
+          options_.places == 1 ? std::vector<Tensor>{field} : SplitBatch(field, rows);
       for (int p = 0; p < options_.places; ++p) slices[p].push_back(parts[p]);
     }
     {
@@ -87,7 +90,8 @@ void InputPipeline::DecodeLoop(int) {
     // Only this decoder delivers now; a full channel makes it wait (the
     // prefetch bound), and Stop() closes the channels to end that wait.
     for (int p = 0; p < options_.places; ++p) {
-      if (channels[p]->Send(PipelineBatch{std::move(slices[p]), step}) != ChannelStatus::kOk) return;
+      if (channels[p]->Send(PipelineBatch{std::move(slices[p]), step}) != ChannelStatus::kOk)
+        return;
     }
     std::lock_guard<std::mutex> lock(mutex_);
     ++next_deliver_;
@@ -162,7 +166,8 @@ class FashionMnistBatches : public BatchSource {
     const auto n = static_cast<int64_t>(indices.size());
     Tensor images(DataType::kFloat32, {n, raw_.rows * raw_.cols});
     Tensor labels(DataType::kInt64, {n, 1});
-    DecodeImages(raw_, indices.data(), n, images.mutable_data<float>(), labels.mutable_data<int64_t>());
+    DecodeImages(raw_, indices.data(), n, images.mutable_data<float>(),
+                 labels.mutable_data<int64_t>());
     return {images, labels};
   }
 

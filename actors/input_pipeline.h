@@ -62,11 +62,11 @@ class InputPipeline : public VarObject {
   };
   // Counters since construction.
   struct Counters {
-    int64_t batches = 0;       // slices taken by readers
-    int64_t ready = 0;         // ... that were already waiting in their channel
-    int64_t waited = 0;        // ... that a reader had to wait for
-    int64_t wait_ns = 0;       // total time readers waited
-    int64_t decoded = 0;       // batches decoded
+    int64_t batches = 0;  // slices taken by readers
+    int64_t ready = 0;    // ... that were already waiting in their channel
+    int64_t waited = 0;   // ... that a reader had to wait for
+    int64_t wait_ns = 0;  // total time readers waited
+    int64_t decoded = 0;  // batches decoded
   };
 
   InputPipeline(std::shared_ptr<const BatchSource> source, Options options);

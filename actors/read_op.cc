@@ -21,8 +21,8 @@ InputPipeline& PipelineOf(const KernelContext& ctx) {
 
 void Deliver(KernelContext& ctx, const InputPipeline& pipeline, PipelineBatch& batch) {
   RILL_CHECK(static_cast<int>(batch.fields.size()) == ctx.OutputCount("Out"), kInvalidArgument,
-             "read: ", pipeline.Describe(), " gives ", batch.fields.size(), " field(s), the op has ",
-             ctx.OutputCount("Out"), " output(s)");
+             "read: ", pipeline.Describe(), " gives ", batch.fields.size(),
+             " field(s), the op has ", ctx.OutputCount("Out"), " output(s)");
   // Copied into the outputs' own buffers (kept from step to step) rather than
   // shared: the decoder thread wrote the batch, and the step's kernels read a
   // buffer this core wrote much faster than one still in the other core's cache.

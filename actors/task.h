@@ -31,15 +31,15 @@ struct alignas(64) Task {
   KernelContext* context = nullptr;     // bound to the scope of the op's place in this slot
   const int32_t* successors = nullptr;  // task indices of the same slot
   int32_t successor_count = 0;
-  int32_t node = -1;                    // op node id (a chunk: its collective's node)
+  int32_t node = -1;  // op node id (a chunk: its collective's node)
   uint32_t predecessor_count = 0;
-  int16_t stream = 0;                   // global stream id (-1: a collective)
-  int16_t slot = -1;                    // iteration slot
+  int16_t stream = 0;  // global stream id (-1: a collective)
+  int16_t slot = -1;   // iteration slot
   TaskKind kind = TaskKind::kKernel;
-  bool sink = false;                    // arrives at the slot's terminal countdown
-  bool has_releases = false;            // frees variables after running
-  bool backward = false;                // a backward op (counted for merge overlap)
-  int16_t place = 0;                    // a chunk: the place whose part it reduces
+  bool sink = false;          // arrives at the slot's terminal countdown
+  bool has_releases = false;  // frees variables after running
+  bool backward = false;      // a backward op (counted for merge overlap)
+  int16_t place = 0;          // a chunk: the place whose part it reduces
 };
 
 }  // namespace rill

@@ -11,12 +11,11 @@
 // an actor. Done below zero is an error (kInternal), not a crash.
 #pragma once
 
+#include <boost/fiber/condition_variable.hpp>
 #include <chrono>
 #include <functional>
 #include <mutex>
 #include <vector>
-
-#include <boost/fiber/condition_variable.hpp>
 
 namespace rill {
 

@@ -74,7 +74,8 @@ class Builder {
   // A trainable parameter, initialised in the startup program.
   Var Parameter(const std::string& name, const Shape& shape, Initializer init,
                 DataType dtype = DataType::kFloat32);
-  // A persistable, non-trainable variable filled with `value` at startup (learning rate, accumulators).
+  // A persistable, non-trainable variable filled with `value` at startup (learning rate,
+  // accumulators).
   Var Persistable(const std::string& name, const Shape& shape, float value,
                   DataType dtype = DataType::kFloat32);
   // A constant computed in the main program each step.
@@ -88,8 +89,8 @@ class Builder {
   // -- generic append ----------------------------------------------------------
   // Appends an op; outputs get fresh names "<type>_N.<slot>" (or the names in
   // `named_outputs`), declared with the shapes inferred by the op.
-  std::vector<Var> AppendOp(const std::string& type, const VarSlots& inputs, const OutputCounts& outputs,
-                            const OpAttrs& attrs = {});
+  std::vector<Var> AppendOp(const std::string& type, const VarSlots& inputs,
+                            const OutputCounts& outputs, const OpAttrs& attrs = {});
   // Appends an op writing existing variables (in-place updates, optimizers).
   void AppendOpTo(const std::string& type, const VarSlots& inputs, const VarSlots& outputs,
                   const OpAttrs& attrs = {});

@@ -69,11 +69,11 @@ void Builder::Go(const std::function<void(Builder&)>& body) {
 }
 
 void Builder::While(const Var& condition, const std::function<void(Builder&)>& body) {
-  const bool one = std::find(condition.shape.begin(), condition.shape.end(), -1) ==
-                       condition.shape.end() &&
-                   NumElements(condition.shape) == 1;
-  RILL_CHECK(one, kInvalidArgument, "while condition \"",
-             condition.name, "\" must have one element, has shape ", ShapeToString(condition.shape));
+  const bool one =
+      std::find(condition.shape.begin(), condition.shape.end(), -1) == condition.shape.end() &&
+      NumElements(condition.shape) == 1;
+  RILL_CHECK(one, kInvalidArgument, "while condition \"", condition.name,
+             "\" must have one element, has shape ", ShapeToString(condition.shape));
   const int sub = SubBlock(body);
   AppendOpTo("while", {{"Condition", {condition}}}, {},
              [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub); });

@@ -14,7 +14,8 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-[[noreturn]] void RethrowWithContext(const Error& e, int block, int index, const std::string& type) {
+[[noreturn]] void RethrowWithContext(const Error& e, int block, int index,
+                                     const std::string& type) {
   throw Error(e.code(), StrCat("block ", block, ", op ", index, " (", type, "): ", e.message()));
 }
 
@@ -87,8 +88,8 @@ std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
     RILL_CHECK(FromProto(desc->dtype()) == tensor.dtype(), kInvalidArgument, "feed \"", name,
                "\" is ", tensor.Describe(), " but the variable is declared ",
                DataTypeName(FromProto(desc->dtype())));
-    RILL_CHECK(ShapesCompatible(VarShape(*desc), tensor.shape()), kInvalidArgument, "feed \"",
-               name, "\" has shape ", ShapeToString(tensor.shape()), " but the variable is declared ",
+    RILL_CHECK(ShapesCompatible(VarShape(*desc), tensor.shape()), kInvalidArgument, "feed \"", name,
+               "\" has shape ", ShapeToString(tensor.shape()), " but the variable is declared ",
                ShapeToString(VarShape(*desc)));
     scope->Var(name)->mutable_tensor()->ShareDataWith(tensor);
   }

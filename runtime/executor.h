@@ -72,7 +72,8 @@ class Executor {
   std::unique_ptr<PreparedBlock> PrepareSubBlock(RunContext& run, Scope* scope,
                                                  int block_index) const;
   // Prepare + Run, once.
-  std::vector<Tensor> Run(const proto::ProgramDesc& program, Scope* scope, const FeedList& feeds = {},
+  std::vector<Tensor> Run(const proto::ProgramDesc& program, Scope* scope,
+                          const FeedList& feeds = {},
                           const std::vector<std::string>& fetches = {}) const;
 
   Place place() const { return place_; }

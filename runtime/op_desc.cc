@@ -78,12 +78,18 @@ proto::Attr* MutableAttr(proto::OpDesc* op, const std::string& name) {
   return a;
 }
 
-void SetAttr(proto::OpDesc* op, const std::string& name, bool value) { MutableAttr(op, name)->set_b(value); }
-void SetAttr(proto::OpDesc* op, const std::string& name, int value) { MutableAttr(op, name)->set_i(value); }
+void SetAttr(proto::OpDesc* op, const std::string& name, bool value) {
+  MutableAttr(op, name)->set_b(value);
+}
+void SetAttr(proto::OpDesc* op, const std::string& name, int value) {
+  MutableAttr(op, name)->set_i(value);
+}
 void SetAttr(proto::OpDesc* op, const std::string& name, int64_t value) {
   MutableAttr(op, name)->set_i(value);
 }
-void SetAttr(proto::OpDesc* op, const std::string& name, float value) { MutableAttr(op, name)->set_f(value); }
+void SetAttr(proto::OpDesc* op, const std::string& name, float value) {
+  MutableAttr(op, name)->set_f(value);
+}
 void SetAttr(proto::OpDesc* op, const std::string& name, double value) {
   MutableAttr(op, name)->set_f(static_cast<float>(value));
 }
@@ -174,8 +180,8 @@ std::vector<std::string> AttrValue<std::vector<std::string>>(const proto::Attr& 
 const proto::VarDesc* FindVarDesc(const proto::ProgramDesc& program, int block_index,
                                   const std::string& name) {
   // Bounded by the block count so a malformed parent chain cannot loop forever.
-  for (int hops = 0; block_index >= 0 && block_index < program.blocks_size() &&
-                     hops <= program.blocks_size();
+  for (int hops = 0;
+       block_index >= 0 && block_index < program.blocks_size() && hops <= program.blocks_size();
        ++hops) {
     const auto& block = program.blocks(block_index);
     for (const auto& v : block.vars()) {

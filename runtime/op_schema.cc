@@ -105,15 +105,16 @@ OpSchema& OpSchema::Attr(std::string name, std::vector<float> default_value, std
   return AddAttr(std::move(name), AttrType::kFloats, a, std::move(doc), std::move(check));
 }
 
-OpSchema& OpSchema::Attr(std::string name, std::vector<std::string> default_value,
-                         std::string doc, AttrCheck check) {
+OpSchema& OpSchema::Attr(std::string name, std::vector<std::string> default_value, std::string doc,
+                         AttrCheck check) {
   proto::Attr a;
   for (auto& v : default_value) a.mutable_strings()->add_values(std::move(v));
   if (default_value.empty()) a.mutable_strings();
   return AddAttr(std::move(name), AttrType::kStrings, a, std::move(doc), std::move(check));
 }
 
-OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string doc, AttrCheck check) {
+OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string doc,
+                                 AttrCheck check) {
   return AddAttr(std::move(name), type, std::nullopt, std::move(doc), std::move(check));
 }
 
@@ -221,8 +222,12 @@ static const SlotSpec* FindSlot(const std::vector<SlotSpec>& slots, const std::s
   return nullptr;
 }
 
-const SlotSpec* OpSchema::FindInput(const std::string& name) const { return FindSlot(inputs_, name); }
-const SlotSpec* OpSchema::FindOutput(const std::string& name) const { return FindSlot(outputs_, name); }
+const SlotSpec* OpSchema::FindInput(const std::string& name) const {
+  return FindSlot(inputs_, name);
+}
+const SlotSpec* OpSchema::FindOutput(const std::string& name) const {
+  return FindSlot(outputs_, name);
+}
 
 const AttrSpec* OpSchema::FindAttr(const std::string& name) const {
   for (const auto& a : attrs_) {

@@ -77,7 +77,8 @@ class OpSchema {
   OpSchema& Attr(std::string name, bool default_value, std::string doc);
   OpSchema& Attr(std::string name, int default_value, std::string doc, AttrCheck check = {});
   OpSchema& Attr(std::string name, float default_value, std::string doc, AttrCheck check = {});
-  OpSchema& Attr(std::string name, const char* default_value, std::string doc, AttrCheck check = {});
+  OpSchema& Attr(std::string name, const char* default_value, std::string doc,
+                 AttrCheck check = {});
   OpSchema& Attr(std::string name, std::vector<int64_t> default_value, std::string doc,
                  AttrCheck check = {});
   OpSchema& Attr(std::string name, std::vector<float> default_value, std::string doc,
@@ -137,8 +138,8 @@ class OpSchema {
   bool barrier() const { return barrier_; }
 
  private:
-  OpSchema& AddAttr(std::string name, AttrType type, std::optional<proto::Attr> value, std::string doc,
-                    AttrCheck check);
+  OpSchema& AddAttr(std::string name, AttrType type, std::optional<proto::Attr> value,
+                    std::string doc, AttrCheck check);
 
   std::string type_;
   std::string doc_;

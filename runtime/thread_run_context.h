@@ -35,10 +35,10 @@ class ThreadRunContext : public RunContext {
  private:
   const proto::ProgramDesc& program_;
   std::mutex mutex_;
-  std::vector<std::thread> threads_;             // guarded by mutex_
-  std::vector<std::function<void()>> closers_;   // guarded by mutex_
-  std::exception_ptr error_;                     // guarded by mutex_
-  bool failed_ = false;                          // guarded by mutex_
+  std::vector<std::thread> threads_;            // guarded by mutex_
+  std::vector<std::function<void()>> closers_;  // guarded by mutex_
+  std::exception_ptr error_;                    // guarded by mutex_
+  bool failed_ = false;                         // guarded by mutex_
 };
 
 }  // namespace rill

@@ -36,7 +36,8 @@ void CheckBlocks(const proto::ProgramDesc& program) {
   for (int b = 0; b < program.blocks_size(); ++b) {
     const auto& block = program.blocks(b);
     Location at(b);
-    if (block.idx() != b) at.Fail(ErrorCode::kInvalidArgument, "", "block says its index is ", block.idx());
+    if (block.idx() != b)
+      at.Fail(ErrorCode::kInvalidArgument, "", "block says its index is ", block.idx());
     if (b == 0 && block.parent_idx() != -1) {
       at.Fail(ErrorCode::kInvalidArgument, "", "the root block must have parent_idx -1, has ",
               block.parent_idx());
@@ -48,7 +49,8 @@ void CheckBlocks(const proto::ProgramDesc& program) {
     }
     std::set<std::string> names;
     for (const auto& var : block.vars()) {
-      if (var.name().empty()) at.Fail(ErrorCode::kInvalidArgument, "", "a variable has an empty name");
+      if (var.name().empty())
+        at.Fail(ErrorCode::kInvalidArgument, "", "a variable has an empty name");
       if (!names.insert(var.name()).second) {
         at.Fail(ErrorCode::kInvalidArgument, var.name(), "declared twice");
       }
@@ -63,7 +65,9 @@ void CheckBlocks(const proto::ProgramDesc& program) {
       }
       int64_t known = 1;
       for (auto d : var.shape()) {
-        if (d < -1) at.Fail(ErrorCode::kInvalidArgument, var.name(), "shape dimension ", d, " (must be >= -1)");
+        if (d < -1)
+          at.Fail(ErrorCode::kInvalidArgument, var.name(), "shape dimension ", d,
+                  " (must be >= -1)");
         if (d >= 0 && __builtin_mul_overflow(known, d, &known)) {
           at.Fail(ErrorCode::kOutOfRange, var.name(), "shape ", ShapeToString(VarShape(var)),
                   " has more elements than fit in 64 bits");
@@ -146,7 +150,8 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
     }
     std::vector<int> subs;
     if (given == AttrType::kBlock) subs.push_back(attr.block());
-    if (given == AttrType::kBlocks) subs.assign(attr.blocks().values().begin(), attr.blocks().values().end());
+    if (given == AttrType::kBlocks)
+      subs.assign(attr.blocks().values().begin(), attr.blocks().values().end());
     for (const int sub : subs) {
       if (sub < 0 || sub >= program.blocks_size()) {
         at.Fail(ErrorCode::kOutOfRange, "", "attribute ", attr.name(), " names block ", sub,
@@ -159,8 +164,8 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
       // A gradient block's parent is its forward block (so it sees the forward
       // values), itself a sub-block of this block.
       const int parent = program.blocks(sub).parent_idx();
-      const bool child_of_child = parent >= 0 && parent < program.blocks_size() &&
-                                  program.blocks(parent).parent_idx() == b;
+      const bool child_of_child =
+          parent >= 0 && parent < program.blocks_size() && program.blocks(parent).parent_idx() == b;
       if (parent != b && !child_of_child) {
         at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " names block ", sub,
                 ", whose parent is block ", parent, ", not block ", b, " or one of its sub-blocks");
@@ -203,7 +208,8 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b) {
       ShapeContext ctx(op, *schema, &vars, &inferred);
       schema->infer_shape()(ctx);
     } catch (const Error& e) {
-      std::string var = op.inputs_size() > 0 && op.inputs(0).vars_size() > 0 ? op.inputs(0).vars(0) : "";
+      std::string var =
+          op.inputs_size() > 0 && op.inputs(0).vars_size() > 0 ? op.inputs(0).vars(0) : "";
       at.Fail(e.code(), var, "shape inference: ", e.message());
     }
     for (const auto& slot : op.outputs()) {

@@ -22,8 +22,8 @@ void LessThanKernel(KernelContext& ctx) {
   const Tensor& y = ctx.Input("Y");
   RILL_CHECK(y.numel() == 1 || y.shape() == x.shape(), kInvalidArgument, "less_than: Y ",
              y.Describe(), " must have X's shape ", ShapeToString(x.shape()), " or one element");
-  RILL_CHECK(x.dtype() == y.dtype(), kInvalidArgument, "less_than: X is ", x.Describe(),
-             ", Y is ", y.Describe());
+  RILL_CHECK(x.dtype() == y.dtype(), kInvalidArgument, "less_than: X is ", x.Describe(), ", Y is ",
+             y.Describe());
   int32_t* out = ctx.Output("Out")->Allocate<int32_t>(x.shape());
   const int64_t n = x.numel();
   const bool broadcast = y.numel() == 1;
@@ -35,12 +35,13 @@ void LessThanKernel(KernelContext& ctx) {
 
 }  // namespace
 
-RILL_REGISTER_OP(less_than, OpSchema("less_than")
-                                .Doc("Out = X < Y as int32 0/1, elementwise (Y: X's shape or one element).")
-                                .Input("X", "left side", kNoGradient)
-                                .Input("Y", "right side", kNoGradient)
-                                .Output("Out", "int32, X's shape", kNoGradient)
-                                .InferShape(LessThanShape)
-                                .CpuKernel(LessThanKernel));
+RILL_REGISTER_OP(less_than,
+                 OpSchema("less_than")
+                     .Doc("Out = X < Y as int32 0/1, elementwise (Y: X's shape or one element).")
+                     .Input("X", "left side", kNoGradient)
+                     .Input("Y", "right side", kNoGradient)
+                     .Output("Out", "int32, X's shape", kNoGradient)
+                     .InferShape(LessThanShape)
+                     .CpuKernel(LessThanKernel));
 
 }  // namespace rill

@@ -47,8 +47,8 @@ std::string ReadIdxFile(const std::string& path, std::vector<int64_t>* dims) {
   RILL_CHECK((magic >> 8) == 0x08, kParse, path, ": not an IDX file of unsigned bytes (magic 0x",
              std::hex, magic, ")");
   const size_t rank = magic & 0xff;
-  RILL_CHECK(rank >= 1 && rank <= 4 && data.size() >= 4 + 4 * rank, kParse, path,
-             ": bad IDX rank ", rank);
+  RILL_CHECK(rank >= 1 && rank <= 4 && data.size() >= 4 + 4 * rank, kParse, path, ": bad IDX rank ",
+             rank);
   dims->clear();
   size_t count = 1;
   for (size_t i = 0; i < rank; ++i) {

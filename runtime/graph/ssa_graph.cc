@@ -77,11 +77,13 @@ class GraphBuilder {
       // The op's own outputs are written before its sub-blocks read them (a
       // select case reads what the select received): not reads of the op.
       std::set<std::string> own_outputs;
-      for (const auto& slot : block_.ops(i).outputs()) own_outputs.insert(slot.vars().begin(), slot.vars().end());
+      for (const auto& slot : block_.ops(i).outputs())
+        own_outputs.insert(slot.vars().begin(), slot.vars().end());
       for (int sub : SubBlocksOf(block_.ops(i))) {
         BlockAccess a = ExternalAccess(plan_.program, sub);
         for (const auto& name : a.reads) {
-          if (vars_.Find(name) != nullptr && !own_outputs.count(name)) sub_access[i].reads.insert(name);
+          if (vars_.Find(name) != nullptr && !own_outputs.count(name))
+            sub_access[i].reads.insert(name);
         }
         for (const auto& name : a.writes) {
           if (vars_.Find(name) != nullptr) sub_access[i].writes.insert(name);
@@ -100,14 +102,13 @@ class GraphBuilder {
       const OpPlacement& placement = plan_.ops[i];
       switch (placement.kind) {
         case OpPlacement::kEveryPlace:
-          for (int p = 0; p < plan_.places; ++p) AddOp(i, op, p, reads, writes, /*shared_all=*/false);
+          for (int p = 0; p < plan_.places; ++p)
+            AddOp(i, op, p, reads, writes, /*shared_all=*/false);
           break;
         case OpPlacement::kOnePlace:
           AddOp(i, op, placement.place, reads, writes, /*shared_all=*/true);
           break;
-        case OpPlacement::kCollective:
-          AddCollective(i, op, reads, writes);
-          break;
+        case OpPlacement::kCollective: AddCollective(i, op, reads, writes); break;
       }
     }
   }
@@ -283,8 +284,8 @@ class GraphBuilder {
   // A dummy variable from `before` to `after`, unless `after` already waits for `before`.
   void AddControlEdge(int before, int after) {
     if (Depends(after, before)) return;
-    const int var = NewVar(StrCat("ctrl#", graph_->vars.size()), 0, before, true,
-                           graph_->ops[after].place);
+    const int var =
+        NewVar(StrCat("ctrl#", graph_->vars.size()), 0, before, true, graph_->ops[after].place);
     graph_->vars[var].consumers.push_back(after);
     graph_->ops[before].outputs.push_back(var);
     graph_->ops[after].inputs.push_back(var);
@@ -351,9 +352,9 @@ SsaGraph BuildSsaGraph(const proto::ProgramDesc& program, int block_index,
   RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",
              block_index, " does not exist (the program has ", program.blocks_size(), ")");
   RILL_CHECK(!options.places.empty(), kInvalidArgument, "a graph needs at least one place");
-  return BuildSsaGraph(
-      PlanDataParallel(program, block_index, static_cast<int>(options.places.size()), options.build),
-      options);
+  return BuildSsaGraph(PlanDataParallel(program, block_index,
+                                        static_cast<int>(options.places.size()), options.build),
+                       options);
 }
 
 SsaGraph BuildSsaGraph(const DataParallelPlan& plan, const GraphOptions& options) {

@@ -88,7 +88,8 @@ std::vector<std::string> PersistableVarNames(const proto::ProgramDesc& program) 
     for (const auto& var : block.vars()) {
       // Readers and channels hold objects, not tensors: nothing to save.
       const bool tensor = var.kind() == proto::DENSE_TENSOR || var.kind() == proto::SELECTED_ROWS;
-      if (var.persistable() && tensor && seen.insert(var.name()).second) names.push_back(var.name());
+      if (var.persistable() && tensor && seen.insert(var.name()).second)
+        names.push_back(var.name());
     }
   }
   return names;

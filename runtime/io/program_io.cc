@@ -209,8 +209,9 @@ std::string FormatProgram(const proto::ProgramDesc& program) {
       if (var.kind() != proto::DENSE_TENSOR) {
         flags.push_back(var.kind() == proto::CHANNEL  ? std::string("channel")
                         : var.kind() == proto::READER ? std::string("reader")
-                        : var.kind() == proto::SELECTED_ROWS ? std::string("selected_rows")
-                                                              : StrCat("kind ", static_cast<int>(var.kind())));
+                        : var.kind() == proto::SELECTED_ROWS
+                            ? std::string("selected_rows")
+                            : StrCat("kind ", static_cast<int>(var.kind())));
       }
       if (var.persistable()) flags.push_back("persistable");
       if (var.parameter()) flags.push_back("parameter");

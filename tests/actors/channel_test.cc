@@ -159,7 +159,8 @@ TEST(ChannelTest, CloseReleasesEveryBlockedReceiver) {
 TEST(ChannelTest, CloseReleasesEveryBlockedSenderAndKeepsTheBuffer) {
   for (size_t capacity : {0u, 1u, 3u}) {
     Channel<int> ch(capacity);
-    for (size_t i = 0; i < capacity; ++i) ASSERT_EQ(ch.Send(static_cast<int>(i)), ChannelStatus::kOk);
+    for (size_t i = 0; i < capacity; ++i)
+      ASSERT_EQ(ch.Send(static_cast<int>(i)), ChannelStatus::kOk);
     constexpr int kSenders = 5;
     std::vector<std::future<ChannelStatus>> results;
     for (int i = 0; i < kSenders; ++i) {
@@ -211,7 +212,8 @@ TEST_P(ChannelStressTest, ThreadsMoveEveryItemExactlyOnce) {
   std::atomic<int> producing{kProducers};
   for (int p = 0; p < kProducers; ++p) {
     threads.emplace_back([&, p] {
-      for (int i = 0; i < kPerProducer; ++i) ASSERT_EQ(ch.Send(p * kPerProducer + i), ChannelStatus::kOk);
+      for (int i = 0; i < kPerProducer; ++i)
+        ASSERT_EQ(ch.Send(p * kPerProducer + i), ChannelStatus::kOk);
       if (--producing == 0) ch.Close();
     });
   }
@@ -220,9 +222,7 @@ TEST_P(ChannelStressTest, ThreadsMoveEveryItemExactlyOnce) {
       int v = 0;
       // Mix the ways of receiving: blocking, timed, and trying.
       for (;;) {
-        ChannelStatus s = c == 0   ? ch.Recv(&v)
-                          : c == 1 ? ch.RecvFor(&v, 1ms)
-                                   : ch.TryRecv(&v);
+        ChannelStatus s = c == 0 ? ch.Recv(&v) : c == 1 ? ch.RecvFor(&v, 1ms) : ch.TryRecv(&v);
         if (s == ChannelStatus::kClosed) break;
         if (s == ChannelStatus::kOk) tally.Take(v);
         if (s == ChannelStatus::kWouldBlock) std::this_thread::yield();
@@ -244,7 +244,8 @@ TEST_P(ChannelStressTest, FibersMoveEveryItemExactlyOnce) {
   std::atomic<int> producing{kProducers};
   for (int p = 0; p < kProducers; ++p) {
     pool.Spawn([&, p] {
-      for (int i = 0; i < kPerProducer; ++i) EXPECT_EQ(ch.Send(p * kPerProducer + i), ChannelStatus::kOk);
+      for (int i = 0; i < kPerProducer; ++i)
+        EXPECT_EQ(ch.Send(p * kPerProducer + i), ChannelStatus::kOk);
       if (--producing == 0) ch.Close();
       done.Done();
     });

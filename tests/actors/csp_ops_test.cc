@@ -129,10 +129,14 @@ TEST_P(CspOpsTest, SelectRunsTheCaseThatCanGoOn) {
   b.ChannelSend(full, b.Constant({1}, 5));
   Var first = b.Variable("first", {1});
   Var second = b.Variable("second", {1});
-  b.Select({Builder::SelectCase::Recv(full, [&](Builder& b, const Var& v, const Var&) { b.Assign(v, first); }),
-            Builder::SelectCase::Default([&](Builder& b) { b.Assign(b.Constant({1}, -1), first); })});
-  b.Select({Builder::SelectCase::Recv(empty, [&](Builder& b, const Var& v, const Var&) { b.Assign(v, second); }),
-            Builder::SelectCase::Default([&](Builder& b) { b.Assign(b.Constant({1}, -1), second); })});
+  b.Select(
+      {Builder::SelectCase::Recv(full,
+                                 [&](Builder& b, const Var& v, const Var&) { b.Assign(v, first); }),
+       Builder::SelectCase::Default([&](Builder& b) { b.Assign(b.Constant({1}, -1), first); })});
+  b.Select(
+      {Builder::SelectCase::Recv(
+           empty, [&](Builder& b, const Var& v, const Var&) { b.Assign(v, second); }),
+       Builder::SelectCase::Default([&](Builder& b) { b.Assign(b.Constant({1}, -1), second); })});
   b.Select({Builder::SelectCase::Send(sink, b.Constant({1}, 9), {})});
   auto [sent, ok] = b.ChannelRecv(sink);
   Var third = b.Variable("third", {1});

@@ -2,6 +2,8 @@
 // batches in order and split over places, the end of an epoch as closed
 // channels, prompt stops; and a read op feeding training gives the losses
 // that feeding the same batches gives.
+#include "actors/input_pipeline.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,7 +12,6 @@
 #include <random>
 #include <thread>
 
-#include "actors/input_pipeline.h"
 #include "actors/parallel_executor.h"
 #include "runtime/builder.h"
 #include "runtime/executor.h"
@@ -84,7 +85,8 @@ TEST(InputPipelineTest, DeliversEveryExampleOnceInTheSeededOrder) {
           ++step;
         }
         EXPECT_EQ(step, 13);  // ceil(101 / 8)
-        EXPECT_EQ(seen, ExpectedOrder(101, 7, epoch)) << places << " places, " << threads << " threads";
+        EXPECT_EQ(seen, ExpectedOrder(101, 7, epoch))
+            << places << " places, " << threads << " threads";
       }
     }
   }
@@ -96,7 +98,8 @@ TEST(InputPipelineTest, StopReleasesADecoderBlockedOnAFullChannel) {
   o.prefetch = 1;
   InputPipeline pipeline(std::make_shared<CountingSource>(1000), o);
   pipeline.StartEpoch(1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the decoder fills the channel and waits
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(20));  // the decoder fills the channel and waits
   const auto start = std::chrono::steady_clock::now();
   pipeline.Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
@@ -180,7 +183,8 @@ std::vector<float> TrainLosses(bool reader, int places, bool actor) {
       EXPECT_TRUE(feeder.Next(0, &batch));
       FeedList feeds;
       if (!reader) feeds = {{"x", batch.fields[0]}, {"target", batch.fields[1]}};
-      auto out = actor ? actors->Run(feeds, {m.loss.name}) : reference.Run(*prepared, feeds, {m.loss.name});
+      auto out = actor ? actors->Run(feeds, {m.loss.name})
+                       : reference.Run(*prepared, feeds, {m.loss.name});
       losses.push_back(out[0].data<float>()[0]);
     }
   }

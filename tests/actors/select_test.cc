@@ -181,7 +181,8 @@ TEST(SelectTest, SelectingConsumersTakeEveryItemExactlyOnce) {
     pa.join();
     pb.join();
     for (auto& t : consumers) t.join();
-    for (size_t i = 0; i < seen.size(); ++i) ASSERT_EQ(seen[i].load(), 1) << "item " << i << ", capacity " << capacity;
+    for (size_t i = 0; i < seen.size(); ++i)
+      ASSERT_EQ(seen[i].load(), 1) << "item " << i << ", capacity " << capacity;
   }
 }
 

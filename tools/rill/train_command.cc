@@ -80,12 +80,13 @@ std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
   if (name == "sgd") return std::make_unique<SGD>(lr);
   if (name == "momentum") return std::make_unique<Momentum>(lr);
   if (name == "adam") return std::make_unique<Adam>(lr);
-  Fail(ErrorCode::kInvalidArgument, "unknown optimizer \"", name, "\" (expected sgd, momentum or adam)");
+  Fail(ErrorCode::kInvalidArgument, "unknown optimizer \"", name,
+       "\" (expected sgd, momentum or adam)");
 }
 
 // Copies the rows `order[begin, end)` of a dataset into batch tensors.
-void GatherBatch(const ImageDataset& set, const std::vector<int64_t>& order, size_t begin, size_t end,
-                 Tensor* images, Tensor* labels) {
+void GatherBatch(const ImageDataset& set, const std::vector<int64_t>& order, size_t begin,
+                 size_t end, Tensor* images, Tensor* labels) {
   const int64_t n = static_cast<int64_t>(end - begin);
   const int64_t width = set.images.dim(1);
   *images = Tensor(DataType::kFloat32, {n, width});
@@ -120,7 +121,8 @@ struct Evaluation {
 class StepRunner {
  public:
   virtual ~StepRunner() = default;
-  virtual std::vector<Tensor> Run(const FeedList& feeds, const std::vector<std::string>& fetches) = 0;
+  virtual std::vector<Tensor> Run(const FeedList& feeds,
+                                  const std::vector<std::string>& fetches) = 0;
 };
 
 class SequentialRunner : public StepRunner {
@@ -181,12 +183,13 @@ double PeakRssMiB() {
 int Train(const TrainOptions& opt) {
   const std::vector<Place> places = ParsePlaces(opt.places);
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(places.size());
-  const int blas = opt.blas_threads > 0 ? opt.blas_threads
-                                        : std::max(1, Runtime::HardwareThreads() / threads);
+  const int blas =
+      opt.blas_threads > 0 ? opt.blas_threads : std::max(1, Runtime::HardwareThreads() / threads);
   SetBlasThreads(blas);
   const bool pipelined = opt.input == "pipeline";
   // Preloaded: the whole training set decoded in memory, batches gathered and fed.
-  const ImageDataset train = pipelined ? ImageDataset{} : LoadFashionMnist(opt.data, /*train=*/true);
+  const ImageDataset train =
+      pipelined ? ImageDataset{} : LoadFashionMnist(opt.data, /*train=*/true);
   const ImageDataset test = LoadFashionMnist(opt.data, /*train=*/false);
   std::shared_ptr<InputPipeline> pipeline;
   if (pipelined) {
@@ -227,7 +230,8 @@ int Train(const TrainOptions& opt) {
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     auto runtime = std::make_shared<Runtime>(threads);
-    auto actors = std::make_unique<ActorRunner>(main.desc(), places, &scope, strategy, build, runtime);
+    auto actors =
+        std::make_unique<ActorRunner>(main.desc(), places, &scope, strategy, build, runtime);
     actor_step = actors.get();
     step = std::move(actors);
     eval = std::make_unique<ActorRunner>(eval_program.desc(), places, &scope, strategy, build,
@@ -260,7 +264,8 @@ int Train(const TrainOptions& opt) {
         out = step->Run({}, {model.loss.name});  // the read op takes the batch
       } else {
         GatherBatch(train, order, begin, end, &images, &labels);
-        out = step->Run({{model.image.name, images}, {model.label.name, labels}}, {model.loss.name});
+        out =
+            step->Run({{model.image.name, images}, {model.label.name, labels}}, {model.loss.name});
       }
       loss_sum += out[0].GetAsDouble(0);
       samples += static_cast<int64_t>(end - begin);
