@@ -135,6 +135,48 @@ TEST_F(RillCliTest, RunWritesFetchedNpy) {
   EXPECT_EQ(ToDoubles(out), (std::vector<double>{0.5, 2.5, 4.5, 6.5, 8.5, -9.5}));
 }
 
+// The shipped CSP example: a producer go block sends 1..10 (times ones[4]) on
+// a channel and closes it; the consumer loop sums them.
+TEST_F(RillCliTest, RunsTheCspExampleProgramOnBothExecutors) {
+  for (const char* executor : {"actor", "sequential"}) {
+    const Result r = Rill({"run", RILL_SOURCE_DIR "/examples/programs/csp_sum.pbtxt", "--fetch",
+                           "sum", "--out", "fetched", "--executor", executor});
+    ASSERT_EQ(r.status, 0) << r.output;
+    EXPECT_TRUE(Contains(r.output, "sum: float32[4] = [55, 55, 55, 55]")) << executor << r.output;
+  }
+}
+
+// rill train with the input pipeline gives the losses preloaded data gives,
+// and its counters show no step waiting for its batch after the first.
+TEST_F(RillCliTest, TrainWithThePipelineMatchesPreloadedData) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
+  }
+  std::string losses[2];
+  for (int i = 0; i < 2; ++i) {
+    const Result r = Rill({"train", "--epochs", "2", "--max-steps", "30", "--places", "cpu:2",
+                           "--json", "--input", i == 0 ? "pipeline" : "preloaded"});
+    ASSERT_EQ(r.status, 0) << r.output;
+    for (const char* key : {"\"train_loss\": ", "\"test_accuracy\": "}) {
+      for (size_t at = r.output.find(key); at != std::string::npos;
+           at = r.output.find(key, at + 1)) {
+        losses[i] += r.output.substr(at, r.output.find(',', at) - at) + "; ";
+      }
+    }
+    if (i == 0) {
+      int waited = 0;
+      const std::string key = "\"input_waited\": ";
+      for (size_t at = r.output.find(key); at != std::string::npos;
+           at = r.output.find(key, at + 1)) {
+        waited += std::stoi(r.output.substr(at + key.size()));
+      }
+      EXPECT_LE(waited, 1) << "only the first step may wait for its batch\n" << r.output;
+    }
+  }
+  EXPECT_FALSE(losses[0].empty());
+  EXPECT_EQ(losses[0], losses[1]);
+}
+
 TEST_F(RillCliTest, RunDefaultsToCurrentDirectoryAndAcceptsEqualsForm) {
   Write("scale.pbtxt", kScaleProgram);
   WriteNpy(Path("x.npy"), MakeTensor<float>({1, 3}, {1, 1, 1}));
