@@ -18,13 +18,6 @@ std::string WithoutRename(const std::string& name) {
   return at == std::string::npos ? name : name.substr(0, at);
 }
 
-int BlockAttr(const proto::OpDesc& op, const char* name) {
-  const proto::Attr* attr = FindAttr(op, name);
-  RILL_CHECK(attr != nullptr && attr->value_case() == proto::Attr::kBlock, kInvalidArgument,
-             op.type(), " has no block attribute ", name);
-  return attr->block();
-}
-
 bool IsGrad(const proto::OpDesc& op) { return op.type() == "parallel_do_grad"; }
 
 std::vector<std::string> SplitVars(const proto::OpDesc& op) {
@@ -61,8 +54,10 @@ BlockRunner::BlockRunner(Runtime* runtime, const proto::ProgramDesc& program,
       split_(SplitVars(op)) {
   RILL_CHECK(places_ >= 1, kInvalidArgument, op.type(), " needs at least one place");
   if (IsGrad(op)) {
-    for (const auto& g : OutputVars(op, "Inputs@GRAD")) merges_.push_back({g, WithoutRename(g), false});
-    for (const auto& g : OutputVars(op, "Params@GRAD")) merges_.push_back({g, WithoutRename(g), true});
+    for (const auto& g : OutputVars(op, "Inputs@GRAD"))
+      merges_.push_back({g, WithoutRename(g), false});
+    for (const auto& g : OutputVars(op, "Params@GRAD"))
+      merges_.push_back({g, WithoutRename(g), true});
   } else {
     for (const auto& o : OutputVars(op, "Outputs")) merges_.push_back({o, o, false});
   }

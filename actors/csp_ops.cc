@@ -29,16 +29,6 @@ void SetStatus(KernelContext& ctx, const std::string& slot, int i, bool ok) {
   *ctx.Output(slot, i)->Allocate<int32_t>({1}) = ok ? 1 : 0;
 }
 
-// The block (or blocks) a block attribute names.
-std::vector<int> BlocksOf(const KernelContext& ctx, const std::string& name) {
-  const proto::Attr* attr = FindAttr(ctx.op(), name);
-  RILL_CHECK(attr != nullptr, kInvalidArgument, "op ", ctx.op().type(), " has no attribute ", name);
-  if (attr->value_case() == proto::Attr::kBlock) return {attr->block()};
-  RILL_CHECK(attr->value_case() == proto::Attr::kBlocks, kInvalidArgument, "attribute ", name,
-             " of op ", ctx.op().type(), " must name blocks");
-  return {attr->blocks().values().begin(), attr->blocks().values().end()};
-}
-
 std::string SubBlockName(const KernelContext& ctx, int block) {
   return StrCat("block ", block, " (", ctx.op().type(), ")");
 }
@@ -105,7 +95,7 @@ void KeepChannel(ShapeContext& ctx) {
 // ---------------------------------------------------------------- go, while
 
 void GoKernel(KernelContext& ctx) {
-  const int block = BlocksOf(ctx, "sub_block").at(0);
+  const int block = BlockAttr(ctx.op(), "sub_block");
   RunContext& run = ctx.run();
   Scope* parent = ctx.scope();
   const Place place = ctx.place();
@@ -126,7 +116,7 @@ bool ConditionHolds(const Tensor& cond, const std::string& name) {
 }
 
 void WhileKernel(KernelContext& ctx) {
-  const int block = BlocksOf(ctx, "sub_block").at(0);
+  const int block = BlockAttr(ctx.op(), "sub_block");
   const std::string& cond_name = ctx.InputName("Condition");
   Variable* cond = ctx.InputVar("Condition");
   Scope local(ctx.scope());
@@ -167,7 +157,7 @@ std::vector<SelectCase> SelectCases(const KernelContext& ctx) {
 
 void SelectKernel(KernelContext& ctx) {
   const std::vector<SelectCase> cases = SelectCases(ctx);
-  const std::vector<int> blocks = BlocksOf(ctx, "case_blocks");
+  const std::vector<int> blocks = BlockAttrs(ctx.op(), "case_blocks");
   RILL_CHECK(blocks.size() == cases.size(), kInvalidArgument, "select has ", cases.size(),
              " case(s) but ", blocks.size(), " case block(s)");
   std::vector<std::shared_ptr<TensorChannel>> channels;

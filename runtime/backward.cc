@@ -40,10 +40,10 @@ class BackwardPass {
     const Shape loss_shape = VarShape(*loss_desc);
     bool one_element = true;
     for (int64_t d : loss_shape) one_element = one_element && d == 1;
-    RILL_CHECK(one_element && loss_desc->dtype() != proto::INT32 &&
-                   loss_desc->dtype() != proto::INT64,
-               kInvalidArgument, "loss \"", loss, "\" must be a one-element float tensor, is ",
-               ShapeToString(loss_shape));
+    RILL_CHECK(
+        one_element && loss_desc->dtype() != proto::INT32 && loss_desc->dtype() != proto::INT64,
+        kInvalidArgument, "loss \"", loss, "\" must be a one-element float tensor, is ",
+        ShapeToString(loss_shape));
     const int forward_ops = forward()->ops_size();
     MarkVariablesNeedingGrad(forward_ops);
 
@@ -201,7 +201,7 @@ class BackwardPass {
   // sub-block reads; the names the grad block writes them under are its
   // attributes "input_grads" and "param_grads".
   proto::OpDesc BlockGradOp(const proto::OpDesc& forward_op, const OpSchema& schema) {
-    const int sub = static_cast<int>(FindAttr(forward_op, *schema.grad_block())->block());
+    const int sub = BlockAttr(forward_op, *schema.grad_block());
     proto::BlockDesc* grad_block = program_->desc().add_blocks();
     const int grad_index = program_->desc().blocks_size() - 1;
     grad_block->set_idx(grad_index);

@@ -177,6 +177,22 @@ std::vector<std::string> AttrValue<std::vector<std::string>>(const proto::Attr& 
   return {attr.strings().values().begin(), attr.strings().values().end()};
 }
 
+std::vector<int> BlockAttrs(const proto::OpDesc& op, const std::string& name) {
+  const proto::Attr* attr = FindAttr(op, name);
+  RILL_CHECK(attr != nullptr, kInvalidArgument, "op ", op.type(), " has no attribute ", name);
+  if (attr->value_case() == proto::Attr::kBlock) return {attr->block()};
+  RILL_CHECK(attr->value_case() == proto::Attr::kBlocks, kInvalidArgument, "attribute ", name,
+             " of op ", op.type(), " must name blocks, is a ", AttrCaseName(attr->value_case()));
+  return {attr->blocks().values().begin(), attr->blocks().values().end()};
+}
+
+int BlockAttr(const proto::OpDesc& op, const std::string& name) {
+  const proto::Attr* attr = FindAttr(op, name);
+  RILL_CHECK(attr != nullptr && attr->value_case() == proto::Attr::kBlock, kInvalidArgument,
+             op.type(), " has no block attribute ", name);
+  return attr->block();
+}
+
 const proto::VarDesc* FindVarDesc(const proto::ProgramDesc& program, int block_index,
                                   const std::string& name) {
   // Bounded by the block count so a malformed parent chain cannot loop forever.

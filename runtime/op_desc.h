@@ -45,6 +45,11 @@ void SetBlockAttr(proto::OpDesc* op, const std::string& name, int block_index);
 // std::vector<float>, std::vector<std::string>.
 template <class T>
 T AttrValue(const proto::Attr& attr);
+// The blocks a block (or block list) attribute names; throws kInvalidArgument
+// naming the op when it is absent or holds something else.
+std::vector<int> BlockAttrs(const proto::OpDesc& op, const std::string& name);
+// The one block a block attribute names.
+int BlockAttr(const proto::OpDesc& op, const std::string& name);
 // "int", "float", ... for messages.
 const char* AttrCaseName(proto::Attr::ValueCase value_case);
 
