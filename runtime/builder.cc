@@ -52,7 +52,8 @@ proto::VarDesc* Builder::Declare(Program* program, const std::string& name, cons
 
 Var Builder::Lookup(const std::string& name) const {
   const proto::VarDesc* desc = FindVarDesc(main_->desc(), block_, name);
-  RILL_CHECK(desc != nullptr, kNotFound, "variable \"", name, "\" is not declared in the main program");
+  RILL_CHECK(desc != nullptr, kNotFound, "variable \"", name,
+             "\" is not declared in the main program");
   return Var{name, VarShape(*desc), FromProto(desc->dtype())};
 }
 
@@ -100,7 +101,8 @@ void Builder::AppendInitializer(const Var& var, Initializer init) {
     fan_in = static_cast<double>(var.shape[0]);
     fan_out = static_cast<double>(var.shape[1]);
   } else if (var.shape.size() > 2) {
-    const double receptive = static_cast<double>(DimProduct(var.shape, 2, static_cast<int>(var.shape.size())));
+    const double receptive =
+        static_cast<double>(DimProduct(var.shape, 2, static_cast<int>(var.shape.size())));
     fan_in = static_cast<double>(var.shape[1]) * receptive;
     fan_out = static_cast<double>(var.shape[0]) * receptive;
   } else if (var.shape.size() == 1) {
@@ -203,8 +205,8 @@ Var Builder::Activate(const Var& x, Activation act) {
   return AppendOp(type, {{"X", {x}}}, {{"Out", 1}})[0];
 }
 
-Var Builder::Fc(const Var& x, int size, Activation act, int num_flatten_dims, Initializer weight_init,
-                Initializer bias_init) {
+Var Builder::Fc(const Var& x, int size, Activation act, int num_flatten_dims,
+                Initializer weight_init, Initializer bias_init) {
   RILL_CHECK(num_flatten_dims >= 1 && num_flatten_dims < static_cast<int>(x.shape.size()),
              kInvalidArgument, "fc: num_flatten_dims ", num_flatten_dims, " does not fit input ",
              x.name, " of shape ", ShapeToString(x.shape));
@@ -228,17 +230,19 @@ Var Builder::Conv2d(const Var& x, int filters, int kernel_size, int stride, int 
   Var w = Parameter(name + ".w", {filters, x.shape[1] / groups, kernel_size, kernel_size},
                     Initializer::XavierUniform(), x.dtype);
   Var b = Parameter(name + ".b", {filters}, Initializer::Constant(0), x.dtype);
-  Var y = AppendOp("conv2d", {{"Input", {x}}, {"Filter", {w}}}, {{"Output", 1}}, [&](proto::OpDesc* op) {
-    SetAttr(op, "strides", std::vector<int64_t>{stride, stride});
-    SetAttr(op, "paddings", std::vector<int64_t>{padding, padding});
-    SetAttr(op, "groups", groups);
-  })[0];
+  Var y = AppendOp("conv2d", {{"Input", {x}}, {"Filter", {w}}}, {{"Output", 1}},
+                   [&](proto::OpDesc* op) {
+                     SetAttr(op, "strides", std::vector<int64_t>{stride, stride});
+                     SetAttr(op, "paddings", std::vector<int64_t>{padding, padding});
+                     SetAttr(op, "groups", groups);
+                   })[0];
   Var out = AppendOp("elementwise_add", {{"X", {y}}, {"Y", {b}}}, {{"Out", 1}},
                      [](proto::OpDesc* op) { SetAttr(op, "axis", 1); })[0];
   return Activate(out, act);
 }
 
-Var Builder::Pool2d(const Var& x, int kernel_size, const std::string& type, int stride, int padding) {
+Var Builder::Pool2d(const Var& x, int kernel_size, const std::string& type, int stride,
+                    int padding) {
   if (stride < 0) stride = kernel_size;
   return AppendOp("pool2d", {{"X", {x}}}, {{"Out", 1}}, [&](proto::OpDesc* op) {
     SetAttr(op, "pooling_type", type);
@@ -276,8 +280,7 @@ Var Builder::Dropout(const Var& x, float probability) {
                   [&](proto::OpDesc* op) { SetAttr(op, "dropout_prob", probability); })[0];
 }
 
-Var Builder::Embedding(const Var& ids, int64_t vocab, int64_t dim, DataType dtype,
-                       bool is_sparse) {
+Var Builder::Embedding(const Var& ids, int64_t vocab, int64_t dim, DataType dtype, bool is_sparse) {
   Var table = Parameter(main_->UniqueName("embedding") + ".w", {vocab, dim},
                         Initializer::XavierUniform(), dtype);
   return AppendOp("lookup_table", {{"W", {table}}, {"Ids", {ids}}}, {{"Out", 1}},
@@ -333,35 +336,44 @@ Var Builder::Div(const Var& x, const Var& y, int axis) {
   return AppendOp("elementwise_div", {{"X", {x}}, {"Y", {y}}}, {{"Out", 1}}, AxisAttr(axis))[0];
 }
 
-Var Builder::Sum(const std::vector<Var>& xs) { return AppendOp("sum", {{"X", xs}}, {{"Out", 1}})[0]; }
+Var Builder::Sum(const std::vector<Var>& xs) {
+  return AppendOp("sum", {{"X", xs}}, {{"Out", 1}})[0];
+}
+
+int Builder::SubBlock(const std::function<void(Builder&)>& body) {
+  const int parent = block_;
+  proto::BlockDesc* sub = main_->desc().add_blocks();
+  const int index = main_->desc().blocks_size() - 1;
+  sub->set_idx(index);
+  sub->set_parent_idx(parent);
+  block_ = index;
+  try {
+    body(*this);
+  } catch (...) {
+    block_ = parent;
+    throw;
+  }
+  block_ = parent;
+  return index;
+}
 
 std::vector<Var> Builder::ParallelDo(int places, const std::vector<Var>& inputs,
                                      const std::function<std::vector<Var>(Builder&)>& body) {
   RILL_CHECK(places >= 1, kInvalidArgument, "parallel_do needs at least one place, got ", places);
   const int parent = block_;
-  proto::BlockDesc* sub = main_->desc().add_blocks();
-  const int sub_index = main_->desc().blocks_size() - 1;
-  sub->set_idx(sub_index);
-  sub->set_parent_idx(parent);
-  block_ = sub_index;
-  std::vector<Var> inner;
-  try {
-    inner = body(*this);
-  } catch (...) {
-    block_ = parent;
-    throw;
-  }
-  // Each inner result is copied to a variable of the enclosing block, which
-  // the places' copies are concatenated into.
-  const std::string prefix = main_->UniqueName("parallel_do");
   std::vector<Var> outer;
-  for (size_t i = 0; i < inner.size(); ++i) {
-    Var out{prefix + ".out_" + std::to_string(i), inner[i].shape, inner[i].dtype};
-    Declare(main_, out.name, out.shape, out.dtype, parent);
-    AppendOpTo("assign", {{"X", {inner[i]}}}, {{"Out", {out}}});
-    outer.push_back(out);
-  }
-  block_ = parent;
+  const int sub_index = SubBlock([&](Builder& b) {
+    const std::vector<Var> inner = body(b);
+    // Each inner result is copied to a variable of the enclosing block, which
+    // the places' copies are concatenated into.
+    const std::string prefix = main_->UniqueName("parallel_do");
+    for (size_t i = 0; i < inner.size(); ++i) {
+      Var out{prefix + ".out_" + std::to_string(i), inner[i].shape, inner[i].dtype};
+      Declare(main_, out.name, out.shape, out.dtype, parent);
+      AppendOpTo("assign", {{"X", {inner[i]}}}, {{"Out", {out}}});
+      outer.push_back(out);
+    }
+  });
   AppendOpTo("parallel_do", {{"Inputs", inputs}}, {{"Outputs", outer}}, [&](proto::OpDesc* op) {
     SetBlockAttr(op, "sub_block", sub_index);
     SetAttr(op, "places", places);

@@ -13,23 +13,6 @@ Var Builder::Variable(const std::string& name, const Shape& shape, DataType dtyp
   return Var{name, shape, dtype};
 }
 
-int Builder::SubBlock(const std::function<void(Builder&)>& body) {
-  const int parent = block_;
-  proto::BlockDesc* sub = main_->desc().add_blocks();
-  const int index = main_->desc().blocks_size() - 1;
-  sub->set_idx(index);
-  sub->set_parent_idx(parent);
-  block_ = index;
-  try {
-    body(*this);
-  } catch (...) {
-    block_ = parent;
-    throw;
-  }
-  block_ = parent;
-  return index;
-}
-
 Var Builder::MakeChannel(const Shape& shape, DataType dtype, int capacity) {
   Var channel = AppendOp("channel_create", {}, {{"Out", 1}}, [&](proto::OpDesc* op) {
     SetAttr(op, "capacity", capacity);
