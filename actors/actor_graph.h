@@ -261,6 +261,22 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void WaitForProducerStreams(int node, Stream& self);
   void Release(int node, Slot& slot);
   void FailIteration(Slot& slot, int node, const Error& error);
+  // Runs `work` (a kernel); if it throws, fails the iteration at `node`.
+  // Returns whether it ran to the end.
+  template <class Work>
+  bool RunOrFail(Slot& slot, int node, Work&& work) {
+    try {
+      work();
+      return true;
+    } catch (const Error& e) {
+      FailIteration(slot, node, e);
+    } catch (const std::exception& e) {
+      FailIteration(slot, node, Error(ErrorCode::kInternal, e.what()));
+    } catch (...) {
+      FailIteration(slot, node, Error(ErrorCode::kInternal, "unknown exception"));
+    }
+    return false;
+  }
   void Finish(Slot& slot);
   void Abort(Slot& slot, const std::string& why);
 

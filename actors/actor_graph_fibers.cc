@@ -69,16 +69,8 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
   }
   // The inline attempt: done without a fiber when nothing needs waiting for.
   if (const TryKernelFn* attempt = nodes_[task->node].try_kernel) {
-    bool done = false;
-    try {
-      done = (*attempt)(*task->context);
-    } catch (const Error& e) {
-      FailIteration(slot, task->node, e);
-      done = true;
-    } catch (const std::exception& e) {
-      FailIteration(slot, task->node, Error(ErrorCode::kInternal, e.what()));
-      done = true;
-    }
+    bool done = true;  // a failed attempt is done too: the iteration has failed
+    RunOrFail(slot, task->node, [&] { done = (*attempt)(*task->context); });
     if (done) {
       Complete(task, slot, generation, nullptr);
       return;
@@ -88,13 +80,7 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
   fibers_running_.fetch_add(1, std::memory_order_acq_rel);
   // The fiber keeps the graph alive: it may end after a Shutdown gave up on it.
   runtime_->fibers().Spawn([self = shared_from_this(), task, &slot, generation] {
-    try {
-      (*task->kernel)(*task->context);
-    } catch (const Error& e) {
-      self->FailIteration(slot, task->node, e);
-    } catch (const std::exception& e) {
-      self->FailIteration(slot, task->node, Error(ErrorCode::kInternal, e.what()));
-    }
+    self->RunOrFail(slot, task->node, [task] { (*task->kernel)(*task->context); });
     self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
     self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
     // After an abort the graph's countdowns are stale: pass nothing on.
@@ -107,21 +93,13 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
 void ActorGraph::StartGo(Slot& slot, std::string what, std::function<void()> body) {
   slot.outstanding.fetch_add(1, std::memory_order_acq_rel);
   fibers_running_.fetch_add(1, std::memory_order_acq_rel);
-  runtime_->fibers().Spawn([self = shared_from_this(), &slot, what = std::move(what),
-                            body = std::move(body)] {
-    try {
-      body();
-    } catch (const Error& e) {
-      self->FailSlot(slot,
-                     std::make_exception_ptr(Error(e.code(), StrCat(what, ": ", e.message()))));
-    } catch (const std::exception& e) {
-      self->FailSlot(
-          slot, std::make_exception_ptr(Error(ErrorCode::kInternal, StrCat(what, ": ", e.what()))));
-    }
-    self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
-    self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
-    self->EndOutstanding(slot);
-  });
+  runtime_->fibers().Spawn(
+      [self = shared_from_this(), &slot, what = std::move(what), body = std::move(body)] {
+        if (std::exception_ptr error = RunGoBody(what, body)) self->FailSlot(slot, error);
+        self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
+        self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
+        self->EndOutstanding(slot);
+      });
 }
 
 }  // namespace rill

@@ -342,15 +342,7 @@ void ActorGraph::RunTask(Task* task, Stream& stream) {
       WaitForProducerStreams(task->node, stream);
     }
     stream.SetRunning(task->node);
-    try {
-      (*task->kernel)(*task->context);
-    } catch (const Error& e) {
-      FailIteration(slot, task->node, e);
-    } catch (const std::exception& e) {
-      FailIteration(slot, task->node, Error(ErrorCode::kInternal, e.what()));
-    } catch (...) {
-      FailIteration(slot, task->node, Error(ErrorCode::kInternal, "unknown exception"));
-    }
+    RunOrFail(slot, task->node, [task] { (*task->kernel)(*task->context); });
     stream.SetRunning(-1);
   }
   stream.CountExecuted();
@@ -404,15 +396,7 @@ void ActorGraph::StartBlock(Task* task, Slot& slot, uint32_t generation) {
   blocks_running_.fetch_add(1, std::memory_order_acq_rel);
   BlockRunner* runner = slot.block_runners[task->node].get();
   runner->Start([this, task, &slot, generation](std::exception_ptr error) {
-    if (error) {
-      try {
-        std::rethrow_exception(error);
-      } catch (const Error& e) {
-        FailIteration(slot, task->node, e);
-      } catch (const std::exception& e) {
-        FailIteration(slot, task->node, Error(ErrorCode::kInternal, e.what()));
-      }
-    }
+    if (error) RunOrFail(slot, task->node, [&error] { std::rethrow_exception(error); });
     blocks_running_.fetch_sub(1, std::memory_order_acq_rel);
     Complete(task, slot, generation, nullptr);
   });

@@ -54,13 +54,13 @@ void InputPipeline::StartEpoch(int epoch) {
   next_deliver_ = 0;
   stopping_ = false;
   for (int t = 0; t < options_.decode_threads; ++t) {
-    decoders_.emplace_back([this] { DecodeLoop(0); });
+    decoders_.emplace_back([this] { DecodeLoop(); });
   }
 }
 
 // Each decoder takes the next undecoded batch, decodes it while the others
 // do theirs, then waits for its turn so that batches arrive in order.
-void InputPipeline::DecodeLoop(int) {
+void InputPipeline::DecodeLoop() {
   std::vector<std::shared_ptr<Channel<PipelineBatch>>> channels;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -96,7 +96,7 @@ class InputPipeline : public VarObject {
   void CountTaken(bool was_ready, int64_t wait_ns);
 
  private:
-  void DecodeLoop(int epoch_generation);
+  void DecodeLoop();
 
   std::shared_ptr<const BatchSource> source_;
   Options options_;

@@ -8,6 +8,7 @@
 // ended, and the first error of any of them is the run's error.
 #pragma once
 
+#include <exception>
 #include <functional>
 #include <string>
 
@@ -32,5 +33,9 @@ class RunContext {
   // An op of a sub-block ended (progress, for stall detection).
   virtual void Progress() {}
 };
+
+// Runs a go block's `body`. Returns null when it ends normally, else what it
+// threw as a rill::Error whose message starts with `what` (the block's name).
+std::exception_ptr RunGoBody(const std::string& what, const std::function<void()>& body);
 
 }  // namespace rill

@@ -12,13 +12,7 @@ ThreadRunContext::~ThreadRunContext() {
 void ThreadRunContext::Go(std::string what, std::function<void()> body) {
   std::lock_guard<std::mutex> lock(mutex_);
   threads_.emplace_back([this, what = std::move(what), body = std::move(body)] {
-    try {
-      body();
-    } catch (const Error& e) {
-      Fail(std::make_exception_ptr(Error(e.code(), StrCat(what, ": ", e.message()))));
-    } catch (const std::exception& e) {
-      Fail(std::make_exception_ptr(Error(ErrorCode::kInternal, StrCat(what, ": ", e.what()))));
-    }
+    if (std::exception_ptr error = RunGoBody(what, body)) Fail(error);
   });
 }
 
