@@ -55,15 +55,7 @@ void ActorGraph::CheckFeeds(const FeedList& feeds) const {
   std::string batch_feed;
   for (const auto& [name, tensor] : feeds) {
     const proto::VarDesc* desc = declared_->Find(name);
-    RILL_CHECK(desc != nullptr, kNotFound, "feed \"", name, "\" is not a variable of block ",
-               block_index_);
-    RILL_CHECK(tensor.initialized(), kInvalidArgument, "feed \"", name, "\" holds no value");
-    RILL_CHECK(FromProto(desc->dtype()) == tensor.dtype(), kInvalidArgument, "feed \"", name,
-               "\" is ", tensor.Describe(), " but the variable is declared ",
-               DataTypeName(FromProto(desc->dtype())));
-    RILL_CHECK(ShapesCompatible(VarShape(*desc), tensor.shape()), kInvalidArgument, "feed \"", name,
-               "\" has shape ", ShapeToString(tensor.shape()), " but the variable is declared ",
-               ShapeToString(VarShape(*desc)));
+    CheckFeed(desc, name, tensor, block_index_);
     if (places() == 1 || !SplitsAlongBatch(*desc)) continue;
     if (batch < 0) {
       batch = tensor.dim(0);

@@ -21,6 +21,19 @@ uint64_t SplitMix64(uint64_t x) {
 
 }  // namespace
 
+void CheckFeed(const proto::VarDesc* desc, const std::string& name, const Tensor& tensor,
+               int block_index) {
+  RILL_CHECK(desc != nullptr, kNotFound, "feed \"", name, "\" is not a variable of block ",
+             block_index);
+  RILL_CHECK(tensor.initialized(), kInvalidArgument, "feed \"", name, "\" holds no value");
+  RILL_CHECK(FromProto(desc->dtype()) == tensor.dtype(), kInvalidArgument, "feed \"", name,
+             "\" is ", tensor.Describe(), " but the variable is declared ",
+             DataTypeName(FromProto(desc->dtype())));
+  RILL_CHECK(ShapesCompatible(VarShape(*desc), tensor.shape()), kInvalidArgument, "feed \"", name,
+             "\" has shape ", ShapeToString(tensor.shape()), " but the variable is declared ",
+             ShapeToString(VarShape(*desc)));
+}
+
 uint64_t OpSeed(const proto::ProgramDesc& program, int block_index, int op_index) {
   const auto& op = program.blocks(block_index).ops(op_index);
   if (const proto::Attr* seed = FindAttr(op, "seed");
@@ -82,15 +95,8 @@ std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
                                   const std::vector<std::string>& fetches) const {
   Scope* scope = block.scope();
   for (const auto& [name, tensor] : feeds) {
-    const proto::VarDesc* desc = FindVarDesc(block.program(), block.block_index(), name);
-    RILL_CHECK(desc != nullptr, kNotFound, "feed \"", name, "\" is not a variable of block ",
-               block.block_index());
-    RILL_CHECK(FromProto(desc->dtype()) == tensor.dtype(), kInvalidArgument, "feed \"", name,
-               "\" is ", tensor.Describe(), " but the variable is declared ",
-               DataTypeName(FromProto(desc->dtype())));
-    RILL_CHECK(ShapesCompatible(VarShape(*desc), tensor.shape()), kInvalidArgument, "feed \"", name,
-               "\" has shape ", ShapeToString(tensor.shape()), " but the variable is declared ",
-               ShapeToString(VarShape(*desc)));
+    CheckFeed(FindVarDesc(block.program(), block.block_index(), name), name, tensor,
+              block.block_index());
     scope->Var(name)->mutable_tensor()->ShareDataWith(tensor);
   }
   RunOps(block);

@@ -85,6 +85,12 @@ class Executor {
   Place place_;
 };
 
+// Checks a fed value against the declaration of its variable (`desc`: null
+// when block `block_index` has none): it holds a value of the declared type and
+// a compatible shape. Throws naming the feed. Every executor checks feeds so.
+void CheckFeed(const proto::VarDesc* desc, const std::string& name, const Tensor& tensor,
+               int block_index);
+
 // Seed of the random generator of op `op_index` in `block_index`: the op's
 // "seed" attribute when non-zero, else mixed from the program's random_seed.
 uint64_t OpSeed(const proto::ProgramDesc& program, int block_index, int op_index);

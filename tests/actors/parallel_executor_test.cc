@@ -64,8 +64,9 @@ TEST(ParallelExecutorTest, MlpTrainingMatchesReferenceBitForBit) {
       auto want = reference.Run(*step, Batch(s), {m.loss.name, "fc_0.w"});
       auto got = exe.Run(Batch(s), {m.loss.name, "fc_0.w"});
       ASSERT_EQ(got.size(), 2u);
-      EXPECT_TRUE(BitEqual(want[0], got[0])) << "loss at step " << s << ": "
-                                             << want[0].GetAsDouble(0) << " vs " << got[0].GetAsDouble(0);
+      EXPECT_TRUE(BitEqual(want[0], got[0]))
+          << "loss at step " << s << ": " << want[0].GetAsDouble(0) << " vs "
+          << got[0].GetAsDouble(0);
       EXPECT_TRUE(BitEqual(want[1], got[1])) << "fc_0.w at step " << s;
     }
   }
@@ -166,8 +167,7 @@ TEST(ParallelExecutorErrorTest, MissingFeedNamesTheFeedAndItsReader) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find("block 0, op 0 (scale): feed \"x\" is missing"), std::string::npos)
-        << what;
+    EXPECT_NE(what.find("block 0, op 0 (scale): feed \"x\" is missing"), std::string::npos) << what;
   }
   EXPECT_EQ(testing::ToDoubles(exe.Run({{"x", Row(1)}}, {p.y.name})[0]),
             (std::vector<double>{2, 2, 4}));
@@ -192,7 +192,31 @@ TEST(ParallelExecutorErrorTest, WrongFeedShapeTypeOrNameIsRejectedBeforeRunning)
   expect_error({{"x", testing::MakeTensor<double>({1, 3}, {1, 2, 3})}}, {p.y.name}, "float64");
   expect_error({{"nope", Row(1)}}, {p.y.name}, "feed \"nope\" is not a variable");
   expect_error({{"x", Row(1)}}, {"nope"}, "fetch \"nope\" is not a variable");
+  expect_error({{"x", Tensor()}}, {p.y.name}, "feed \"x\" holds no value");
   EXPECT_EQ(exe.Run({{"x", Row(1)}}, {p.y.name}).size(), 1u);
+}
+
+// The reference executor checks feeds the same way (CheckFeed).
+TEST(ParallelExecutorErrorTest, ReferenceExecutorRejectsTheSameFeeds) {
+  Pipeline p;
+  BuildPipeline(&p);
+  Scope scope;
+  Executor exe;
+  auto step = exe.Prepare(p.main.desc(), &scope);
+  auto expect_error = [&](const FeedList& feeds, const std::string& part) {
+    try {
+      exe.Run(*step, feeds, {p.y.name});
+      ADD_FAILURE() << "expected an error mentioning " << part;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  };
+  expect_error({{"x", testing::MakeTensor<float>({1, 4}, {1, 2, 3, 4})}},
+               "has shape [1, 4] but the variable is declared [-1, 3]");
+  expect_error({{"x", testing::MakeTensor<double>({1, 3}, {1, 2, 3})}}, "float64");
+  expect_error({{"nope", Row(1)}}, "feed \"nope\" is not a variable");
+  expect_error({{"x", Tensor()}}, "feed \"x\" holds no value");
+  EXPECT_EQ(exe.Run(*step, {{"x", Row(1)}}, {p.y.name}).size(), 1u);
 }
 
 TEST(ParallelExecutorErrorTest, DestroyingTheExecutorMidRunIsSafe) {
