@@ -268,12 +268,14 @@ void ActorGraph::BuildReleases() {
   for (const auto& [key, id] : final_version) {
     const VarNode& var = graph_.vars[id];
     if (var.version == 0 || read_before_write.count(key)) continue;
-    // A channel is shared with go blocks that outlive its last reader here.
-    if (const proto::VarDesc* desc = declared_->Find(var.name);
-        desc != nullptr && desc->kind() == proto::CHANNEL) {
+    // Only tensor buffers are released: an object (a channel) is shared with
+    // go blocks that outlive its last reader here.
+    const proto::VarDesc* desc = declared_->Find(var.name);
+    if (desc != nullptr && desc->kind() != proto::DENSE_TENSOR &&
+        desc->kind() != proto::SELECTED_ROWS) {
       continue;
     }
-    if (EstimatedBytes(declared_->Find(var.name), 64) < strategy_.release_min_bytes) continue;
+    if (EstimatedBytes(desc, 64) < strategy_.release_min_bytes) continue;
     const int index = static_cast<int>(releasables_.size());
     releasable_index_[var.name].push_back(index);
     Releasable r;
