@@ -60,6 +60,7 @@ ActorGraph::ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int 
       build_(build) {
   if (strategy_.num_threads <= 0) strategy_.num_threads = runtime_->threads();
   if (strategy_.max_iterations_in_flight < 1) strategy_.max_iterations_in_flight = 1;
+  if (!strategy_.trace) strategy_.trace = TraceRecorder::FromEnvironment();
 }
 
 ActorGraph::~ActorGraph() { Shutdown(); }
@@ -98,6 +99,7 @@ void ActorGraph::Build() {
   }
   BuildNodes();
   BuildReleases();
+  RegisterTrace();  // lanes first: block ops' graphs are traced under their op's lane
   for (auto& slot : slots_) BuildTasks(*slot);
   free_slots_.release(slots);
   int blas = strategy_.blas_threads;
@@ -386,7 +388,8 @@ void ActorGraph::BuildBlockRunners(Slot& slot) {
     std::vector<Scope*> raw;
     for (auto& s : scopes) raw.push_back(s.get());
     slot.block_runners[op.id] =
-        std::make_unique<BlockRunner>(runtime_, plan_.program, desc, outer, raw);
+        std::make_unique<BlockRunner>(runtime_, plan_.program, desc, outer, raw, strategy_.trace,
+                                      trace_ != nullptr ? trace_lane(op.id) : -1);
   }
 }
 

@@ -48,6 +48,7 @@
 #include "actors/runtime.h"
 #include "actors/stream.h"
 #include "actors/task.h"
+#include "actors/trace_recorder.h"
 #include "proto/program.pb.h"
 #include "runtime/executor.h"
 #include "runtime/graph/data_parallel.h"
@@ -107,6 +108,11 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void OnWake(Stream& stream);
   // The watchdog's periodic look at the iterations in flight.
   void WatchdogTick();
+
+  // Whether the last iteration begun is being recorded.
+  bool traced() const { return trace_ != nullptr && trace_->on(); }
+  // Records a wait of the graph's driver from `begin_ns` to now (tracing only).
+  void TraceDriverWait(WaitKind kind, const std::string& what, int64_t begin_ns);
 
   // Test hook: feed nodes of these variables never run, as if their producer
   // were lost; an empty list delivers every feed again.
@@ -221,6 +227,12 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::atomic<int> outstanding{0};
     std::atomic<bool> aborted{false};      // Abort ran for this iteration
     std::atomic<bool> graph_ended{false};  // the graph's part of `outstanding` is gone
+    // Tracing: whether this iteration is recorded, its number, each edge's
+    // variable (parallel to successor_list_) and when each collective was issued.
+    bool traced = false;
+    int iteration = 0;
+    std::vector<Variable*> trace_edge_vars;
+    std::vector<int64_t> collective_issue_ns;
   };
 
   ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int block_index,
@@ -303,6 +315,21 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // Fails the iteration with an error that no node of the graph raised.
   void FailSlot(Slot& slot, std::exception_ptr error);
 
+  // -- tracing (actor_graph_trace.cc) ------------------------------------------
+  // Registers the graph and its lanes with strategy_.trace (if any).
+  void RegisterTrace();
+  // Records a span (kernel, collective) of `node` on `lane` ending now, and
+  // makes it the thread's trace context (what the lane sends next leaves from it).
+  void TraceSpan(TraceEventKind kind, int lane, int node, int stream_index, int64_t begin_ns,
+                 const Slot& slot);
+  // The readiness messages of a completed node to its successors.
+  void TraceSends(const Task& task, const Slot& slot);
+  // A collective was issued: one chunk message to each place.
+  void TraceChunkMessages(const Collective& c, Slot& slot);
+  void TraceIteration(const Slot& slot);
+  void TraceWakeReceived(Stream& stream, uint32_t id, int64_t begin_ns);
+  int trace_lane(int node) const { return trace_lanes_[static_cast<size_t>(node)]; }
+
   // -- watchdog (actor_graph_watchdog.cc) --------------------------------------
   std::string DescribeNode(int node) const;
   std::string StallReport(Slot& slot) const;
@@ -345,6 +372,15 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   uint64_t watchdog_progress_ = 0;  // watchdog actor only
   std::chrono::steady_clock::time_point watchdog_last_change_;
   bool watchdog_reported_ = false;
+  // Tracing (null trace_: off).
+  TraceRecorder* trace_ = nullptr;
+  int trace_graph_ = 0;
+  int trace_driver_lane_ = 0;
+  std::vector<int> trace_lanes_;            // by node
+  std::vector<int> trace_chunk_lanes_;      // by collective order * places + place
+  std::vector<int32_t> trace_edge_detail_;  // parallel to successor_list_: the variable
+  std::vector<uint8_t> trace_edge_control_;
+  std::atomic<int> next_iteration_{0};
 };
 
 }  // namespace rill

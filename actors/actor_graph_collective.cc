@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "actors/actor_graph.h"
+#include "actors/trace_context.h"
 
 namespace rill {
 namespace {
@@ -28,8 +29,8 @@ void ActorGraph::MergeSparse(const Collective& c, size_t member, Slot& slot) {
   Variable* const* vars = &slot.collective_vars[c.order][member * (n + 1)];
   std::vector<const SelectedRows*> parts;
   for (int q = 0; q < n; ++q) {
-    RILL_CHECK(vars[q]->holds_selected_rows(), kInvalidArgument, "gradient \"",
-               c.members[member], "\" holds selected rows on place 0 but not on place ", q);
+    RILL_CHECK(vars[q]->holds_selected_rows(), kInvalidArgument, "gradient \"", c.members[member],
+               "\" holds selected rows on place 0 but not on place ", q);
     parts.push_back(&vars[q]->selected_rows());
   }
   SelectedRows merged = MergeSelectedRows(parts);
@@ -42,6 +43,7 @@ void ActorGraph::MergeSparse(const Collective& c, size_t member, Slot& slot) {
 
 void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
   const Collective& c = collectives_[nodes_[task->node].collective];
+  if (slot.traced) TraceChunkMessages(c, slot);
   if (slot.backward_pending.load(std::memory_order_relaxed) > 0) {
     slot.overlapped.fetch_add(1, std::memory_order_relaxed);
   }
@@ -95,6 +97,7 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
     if (po.next < static_cast<int>(po.waiting.size())) std::swap(next, po.waiting[po.next]);
   }
   if (next != nullptr) streams_[next->stream]->SubmitUrgent(next);
+  const int64_t began = slot.traced ? TraceRecorder::Now() : 0;
   if (!slot.cancelled.load(std::memory_order_relaxed)) {
     stream.SetRunning(chunk->node);
     try {
@@ -115,8 +118,8 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
           RILL_CHECK(other.initialized() && other.shape() == first.shape() &&
                          other.dtype() == first.dtype(),
                      kInvalidArgument, "gradient \"", c.members[m], "\" is ",
-                     other.initialized() ? other.Describe() : std::string("empty"), " on place ",
-                     q, " but ", first.Describe(), " on place 0");
+                     other.initialized() ? other.Describe() : std::string("empty"), " on place ", q,
+                     " but ", first.Describe(), " on place 0");
         }
         sizes.push_back(first.numel());
         total += first.numel();
@@ -159,11 +162,20 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
       FailIteration(slot, chunk->node, e);
     }
     stream.SetRunning(-1);
+    if (slot.traced) {
+      TraceSpan(TraceEventKind::kKernel, trace_chunk_lanes_[static_cast<size_t>(c.order * n + p)],
+                c.node, stream.index_in_place(), began, slot);
+    }
   }
   stream.CountExecuted();
   if (slot.chunk_countdowns[c.order].Arrive(generation) == Countdown::Arrival::kReady) {
+    if (slot.traced) {
+      TraceSpan(TraceEventKind::kCollective, trace_lane(c.node), c.node, -1,
+                slot.collective_issue_ns[static_cast<size_t>(c.order)], slot);
+    }
     Complete(&slot.tasks[c.node], slot, generation, &stream);
   }
+  if (slot.traced) CurrentTrace() = {};
 }
 
 }  // namespace rill

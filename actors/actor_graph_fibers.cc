@@ -5,6 +5,7 @@
 // iteration's channels, so that nothing stays parked on one.
 #include "actors/actor_graph.h"
 #include "actors/fiber_pool.h"
+#include "actors/trace_context.h"
 
 namespace rill {
 
@@ -67,25 +68,38 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
     Complete(task, slot, generation, nullptr);
     return;
   }
+  const TraceContext traced{trace_, slot.traced ? trace_lane(task->node) : 0, trace_graph_,
+                            slot.iteration, 0};
   // The inline attempt: done without a fiber when nothing needs waiting for.
   if (const TryKernelFn* attempt = nodes_[task->node].try_kernel) {
+    const int64_t began = slot.traced ? TraceRecorder::Now() : 0;
     bool done = true;  // a failed attempt is done too: the iteration has failed
     RunOrFail(slot, task->node, [&] { done = (*attempt)(*task->context); });
     if (done) {
+      if (slot.traced) TraceSpan(TraceEventKind::kKernel, traced.lane, task->node, -1, began, slot);
       Complete(task, slot, generation, nullptr);
+      if (slot.traced) CurrentTrace() = {};
       return;
     }
   }
   slot.outstanding.fetch_add(1, std::memory_order_acq_rel);
   fibers_running_.fetch_add(1, std::memory_order_acq_rel);
   // The fiber keeps the graph alive: it may end after a Shutdown gave up on it.
-  runtime_->fibers().Spawn([self = shared_from_this(), task, &slot, generation] {
+  runtime_->fibers().Spawn([self = shared_from_this(), task, &slot, generation, traced] {
+    const int64_t began = slot.traced ? TraceRecorder::Now() : 0;
+    // Its channel waits are recorded on its lane (the context is the fiber's
+    // thread's: set again by whichever fiber runs next there).
+    if (slot.traced) CurrentTrace() = traced;
     self->RunOrFail(slot, task->node, [task] { (*task->kernel)(*task->context); });
+    if (slot.traced) {
+      self->TraceSpan(TraceEventKind::kKernel, traced.lane, task->node, -1, began, slot);
+    }
     self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
     self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);
     // After an abort the graph's countdowns are stale: pass nothing on.
     if (!slot.aborted.load(std::memory_order_acquire))
       self->Complete(task, slot, generation, nullptr);
+    if (slot.traced) CurrentTrace() = {};
     self->EndOutstanding(slot);
   });
 }
@@ -95,6 +109,7 @@ void ActorGraph::StartGo(Slot& slot, std::string what, std::function<void()> bod
   fibers_running_.fetch_add(1, std::memory_order_acq_rel);
   runtime_->fibers().Spawn(
       [self = shared_from_this(), &slot, what = std::move(what), body = std::move(body)] {
+        CurrentTrace() = {};  // a go block has no lane of its own
         if (std::exception_ptr error = RunGoBody(what, body)) self->FailSlot(slot, error);
         self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
         self->fiber_progress_.fetch_add(1, std::memory_order_relaxed);

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "actors/actor_graph.h"
+#include "actors/trace_context.h"
 #include "runtime/op_desc.h"
 
 namespace rill {
@@ -141,6 +142,8 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
     }
   }
   slot.fetches = fetches;
+  slot.iteration = next_iteration_.fetch_add(1, std::memory_order_relaxed);
+  slot.traced = trace_ != nullptr && trace_->on();
   slot.promise = std::promise<std::vector<Tensor>>();
   *future = slot.promise.get_future();
   slot.started_ns.store(Clock::now().time_since_epoch().count(), std::memory_order_release);
@@ -227,6 +230,8 @@ void ActorGraph::ResetSlot(Slot& slot) {
 }
 
 void ActorGraph::Kick(Slot& slot) {
+  // Wakes sent from here are the driver's messages.
+  if (slot.traced) CurrentTrace() = {trace_, trace_driver_lane_, trace_graph_, slot.iteration, 0};
   for (int source : sources_) {
     const Node& node = nodes_[source];
     if (node.feed_index >= 0 && !withheld_feeds_.empty() &&
@@ -236,6 +241,7 @@ void ActorGraph::Kick(Slot& slot) {
     }
     Dispatch(&slot.tasks[source], nullptr);
   }
+  if (slot.traced) CurrentTrace() = {};
 }
 
 void ActorGraph::Help(Slot& slot, std::future<std::vector<Tensor>>& future) {
@@ -284,8 +290,11 @@ void ActorGraph::Help(Slot& slot, std::future<std::vector<Tensor>>& future) {
 }
 
 void ActorGraph::OnWake(Stream& stream) {
+  const uint32_t traced_wake = stream.TakeWakeId();  // before a new wake can be sent
   stream.ClearWakePending();
+  const int64_t received = traced_wake != 0 ? TraceRecorder::Now() : 0;
   Drain(stream);
+  if (traced_wake != 0) TraceWakeReceived(stream, traced_wake, received);
 }
 
 void ActorGraph::Drain(Stream& stream) {
@@ -324,6 +333,13 @@ void ActorGraph::RunTask(Task* task, Stream& stream) {
   for (int32_t i = 0; i < task->successor_count && i < 8; ++i) {
     __builtin_prefetch(&tasks[task->successors[i]], 1, 3);
   }
+  const bool traced = slot.traced;
+  int64_t began = 0;
+  if (traced) {
+    began = TraceRecorder::Now();
+    CurrentTrace() = {trace_, trace_lane(task->node), trace_graph_, slot.iteration, 0};
+  }
+  bool ran = true;
   if (task->kind == TaskKind::kFeed) {
     const int feed = nodes_[task->node].feed_index;
     if (slot.feed_given[feed]) {
@@ -336,12 +352,20 @@ void ActorGraph::RunTask(Task* task, Stream& stream) {
     stream.SetRunning(task->node);
     RunOrFail(slot, task->node, [task] { (*task->kernel)(*task->context); });
     stream.SetRunning(-1);
+  } else {
+    ran = false;
   }
   stream.CountExecuted();
+  if (traced && ran) {
+    TraceSpan(TraceEventKind::kKernel, trace_lane(task->node), task->node, stream.index_in_place(),
+              began, slot);
+  }
   Complete(task, slot, generation, &stream);
+  if (traced) CurrentTrace() = {};
 }
 
 void ActorGraph::Complete(Task* task, Slot& slot, uint32_t generation, Stream* stream) {
+  if (slot.traced) TraceSends(*task, slot);
   if (task->has_releases) Release(task->node, slot);
   if (task->backward) slot.backward_pending.fetch_sub(1, std::memory_order_relaxed);
   task->countdown.Reset(NextGeneration(generation), task->predecessor_count);
@@ -387,10 +411,15 @@ void ActorGraph::StartBlock(Task* task, Slot& slot, uint32_t generation) {
   }
   blocks_running_.fetch_add(1, std::memory_order_acq_rel);
   BlockRunner* runner = slot.block_runners[task->node].get();
-  runner->Start([this, task, &slot, generation](std::exception_ptr error) {
+  const int64_t began = slot.traced ? TraceRecorder::Now() : 0;
+  runner->Start([this, task, &slot, generation, began](std::exception_ptr error) {
     if (error) RunOrFail(slot, task->node, [&error] { std::rethrow_exception(error); });
     blocks_running_.fetch_sub(1, std::memory_order_acq_rel);
+    if (slot.traced) {
+      TraceSpan(TraceEventKind::kKernel, trace_lane(task->node), task->node, -1, began, slot);
+    }
     Complete(task, slot, generation, nullptr);
+    if (slot.traced) CurrentTrace() = {};
   });
 }
 
@@ -402,9 +431,11 @@ void ActorGraph::WaitForProducerStreams(int node, Stream& self) {
   for (int s : nodes_[node].cross_stream_producers) {
     Stream& producer = *streams_[s];
     if (&producer == &self) continue;
-    while ((producer.HasQueuedWork() || producer.running_node() >= 0) && Clock::now() < deadline) {
-      CpuRelax();
-    }
+    auto busy = [&] { return producer.HasQueuedWork() || producer.running_node() >= 0; };
+    if (!busy()) continue;
+    TraceWait wait(WaitKind::kStream,
+                   StrCat("stream ", producer.place(), ".", producer.index_in_place()));
+    while (busy() && Clock::now() < deadline) CpuRelax();
   }
 }
 
@@ -446,6 +477,7 @@ void ActorGraph::Finish(Slot& slot) {
       error = std::current_exception();
     }
   }
+  if (slot.traced) TraceIteration(slot);
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     last_stats_.collectives = static_cast<int>(collectives_.size());

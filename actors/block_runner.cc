@@ -47,7 +47,8 @@ std::vector<std::string> BlockRunner::PlaceLocalVars(const proto::ProgramDesc& p
 
 BlockRunner::BlockRunner(Runtime* runtime, const proto::ProgramDesc& program,
                          const proto::OpDesc& op, Scope* outer,
-                         const std::vector<Scope*>& place_scopes)
+                         const std::vector<Scope*>& place_scopes,
+                         std::shared_ptr<TraceRecorder> trace, int trace_lane)
     : places_(static_cast<int>(place_scopes.size())),
       outer_(outer),
       place_scopes_(place_scopes),
@@ -72,8 +73,11 @@ BlockRunner::BlockRunner(Runtime* runtime, const proto::ProgramDesc& program,
   strategy.watchdog_timeout = std::chrono::milliseconds(0);
   strategy.release_memory_early = false;
   strategy.blas_threads = BlasThreads();
+  strategy.trace = std::move(trace);
+  done_ns_.assign(static_cast<size_t>(places_), 0);
   const int block = BlockAttr(op, "sub_block");
   for (int p = 0; p < places_; ++p) {
+    strategy.trace_parent = {trace_lane, p};
     graphs_.push_back(ActorGraph::Spawn(runtime, program, block, {Place::Cpu()}, place_scopes_[p],
                                         strategy, BuildStrategy{}));
     feed_names_.push_back(graphs_.back()->FeedNames());
@@ -129,12 +133,21 @@ void BlockRunner::Start(std::function<void(std::exception_ptr)> done) {
 }
 
 void BlockRunner::PlaceDone(int place, std::exception_ptr error) {
-  (void)place;
+  if (graphs_[static_cast<size_t>(place)]->traced()) {
+    done_ns_[static_cast<size_t>(place)] = TraceRecorder::Now();
+  }
   if (error) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!error_) error_ = error;
   }
   if (pending_.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  // Each place waited from its end to the last place's.
+  for (int p = 0; p < places_; ++p) {
+    if (done_ns_[static_cast<size_t>(p)] == 0) continue;
+    graphs_[static_cast<size_t>(p)]->TraceDriverWait(WaitKind::kParallelBlock, "the other places",
+                                                     done_ns_[static_cast<size_t>(p)]);
+    done_ns_[static_cast<size_t>(p)] = 0;
+  }
   std::exception_ptr result;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "actors/runtime.h"
+#include "actors/trace_recorder.h"
 #include "proto/program.pb.h"
 #include "runtime/scope.h"
 
@@ -33,9 +34,11 @@ class BlockRunner {
 
   // For op `op` of `program`, reading and writing `outer`, on `place_scopes`
   // (children of `outer`, one per place, shared with the runner of the
-  // matching forward or gradient op). Builds the places' graphs.
+  // matching forward or gradient op). Builds the places' graphs, traced into
+  // `trace` (if any) under the op's lane `trace_lane`.
   BlockRunner(Runtime* runtime, const proto::ProgramDesc& program, const proto::OpDesc& op,
-              Scope* outer, const std::vector<Scope*>& place_scopes);
+              Scope* outer, const std::vector<Scope*>& place_scopes,
+              std::shared_ptr<TraceRecorder> trace = nullptr, int trace_lane = -1);
   ~BlockRunner();
   BlockRunner(const BlockRunner&) = delete;
   BlockRunner& operator=(const BlockRunner&) = delete;
@@ -68,9 +71,10 @@ class BlockRunner {
   std::vector<Scope*> place_scopes_;
   std::vector<std::string> split_;  // variables sliced over the places
   std::vector<Merge> merges_;
-  std::vector<std::shared_ptr<ActorGraph>> graphs_;  // one per place
+  std::vector<std::shared_ptr<ActorGraph>> graphs_;   // one per place
   std::vector<std::vector<std::string>> feed_names_;  // by place: the graph's feed variables
   std::atomic<int> pending_{0};
+  std::vector<int64_t> done_ns_;  // by place: when it finished (traced runs)
   std::mutex mutex_;
   std::exception_ptr error_;  // guarded by mutex_
   std::function<void(std::exception_ptr)> done_;

@@ -13,6 +13,7 @@
 
 #include "actors/select.h"
 #include "actors/tensor_channel.h"
+#include "actors/trace_context.h"
 #include "runtime/executor.h"
 #include "runtime/op_desc.h"
 #include "runtime/op_registry.h"
@@ -59,7 +60,11 @@ void ChannelSendKernel(KernelContext& ctx) {
   const Tensor& value = ctx.Input("X");
   channel->CheckElement(value);
   // A copy: the sender may overwrite X before the receiver is done with it.
-  const ChannelStatus status = channel->channel().Send(value.Clone());
+  ChannelStatus status = ChannelStatus::kClosed;
+  {
+    TraceWait wait(WaitKind::kChannel, channel->name());
+    status = channel->channel().Send(value.Clone());
+  }
   RILL_CHECK(status == ChannelStatus::kOk, kInvalidArgument, "send on ", channel->Describe(),
              ", which is closed");
 }
@@ -67,7 +72,11 @@ void ChannelSendKernel(KernelContext& ctx) {
 void ChannelRecvKernel(KernelContext& ctx) {
   auto channel = ChannelInput(ctx, "Channel");
   Tensor value;
-  const ChannelStatus status = channel->channel().Recv(&value);
+  ChannelStatus status = ChannelStatus::kClosed;
+  {
+    TraceWait wait(WaitKind::kChannel, channel->name());
+    status = channel->channel().Recv(&value);
+  }
   const bool ok = status == ChannelStatus::kOk;
   *ctx.Output("Out") = ok ? std::move(value) : channel->ZeroElement();
   SetStatus(ctx, "Status", 0, ok);
@@ -176,7 +185,11 @@ void SelectKernel(KernelContext& ctx) {
       select.Default();
     }
   }
-  const SelectResult result = select.Wait();
+  SelectResult result;
+  {
+    TraceWait wait(WaitKind::kChannel, "select");
+    result = select.Wait();
+  }
   const SelectCase& chosen = cases[result.index];
   if (chosen.kind == SelectCase::kSend) {
     RILL_CHECK(result.status == ChannelStatus::kOk, kInvalidArgument, "select: send on ",

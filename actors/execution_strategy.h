@@ -5,11 +5,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "runtime/graph/ssa_graph.h"
 
 namespace rill {
+
+class TraceRecorder;
 
 // How an op waits for a producer that ran on another stream.
 enum class DependencyWait {
@@ -49,6 +52,16 @@ struct ExecutionStrategy {
   // OpenBLAS threads; 0: cores / num_threads (at least 1), so the two do not
   // oversubscribe the machine. The setting is process-wide.
   int blas_threads = 0;
+  // Records kernels, messages and waits while the recorder is on
+  // (actors/trace_recorder.h). Null: the recorder of the RILL_TRACE
+  // environment variable when it is set, else nothing is recorded.
+  std::shared_ptr<TraceRecorder> trace;
+  // Set by a parallel_do op for the graphs of its places: the op's lane and
+  // the place, so that their lanes join the enclosing trace's.
+  struct TraceParent {
+    int lane = -1;
+    int place = -1;
+  } trace_parent;
 };
 
 }  // namespace rill

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "actors/input_pipeline.h"
+#include "actors/trace_context.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -48,7 +49,12 @@ bool TryRead(KernelContext& ctx) {
 void ReadKernel(KernelContext& ctx) {
   InputPipeline& pipeline = PipelineOf(ctx);
   PipelineBatch batch;
-  if (!pipeline.Next(ctx.place_index(), &batch)) EndOfData(pipeline);
+  bool got = false;
+  {
+    TraceWait wait(WaitKind::kChannel, pipeline.Describe());
+    got = pipeline.Next(ctx.place_index(), &batch);
+  }
+  if (!got) EndOfData(pipeline);
   Deliver(ctx, pipeline, batch);
 }
 

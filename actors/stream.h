@@ -13,13 +13,13 @@
 #pragma once
 
 #include <atomic>
+#include <caf/actor.hpp>
 #include <cstdint>
 #include <vector>
 
-#include <caf/actor.hpp>
-
 #include "actors/mpsc_queue.h"
 #include "actors/task.h"
+#include "actors/trace_recorder.h"
 
 namespace rill {
 
@@ -116,6 +116,14 @@ class Stream {
   const caf::actor& actor() const { return actor_; }
   // The stream actor got a wake message: the next Submit may send another.
   void ClearWakePending() { wake_pending_.store(false, std::memory_order_seq_cst); }
+  // Wakes are recorded (sent here, received by the graph) while `trace` is on.
+  void set_trace(TraceRecorder* trace, int lane) {
+    trace_ = trace;
+    trace_lane_ = lane;
+  }
+  int trace_lane() const { return trace_lane_; }
+  // The trace id of the wake in flight (0: none recorded), taken once.
+  uint32_t TakeWakeId() { return wake_id_.exchange(0, std::memory_order_acq_rel); }
 
  private:
   void Wake();
@@ -131,6 +139,8 @@ class Stream {
   const int place_;
   const int index_;
   caf::actor actor_;  // set once before any Submit
+  TraceRecorder* trace_ = nullptr;
+  int trace_lane_ = 0;
 
   // Written by producers.
   alignas(64) MpscQueue<Task> inbox_;
@@ -138,6 +148,7 @@ class Stream {
   alignas(64) std::atomic<int64_t> queued_{0};  // pushed to either inbox and not yet settled
   std::atomic<int64_t> urgent_queued_{0};       // pushed to urgent_ and not yet popped
   std::atomic<bool> wake_pending_{false};
+  std::atomic<uint32_t> wake_id_{0};
 
   // Written on claim and release only.
   alignas(64) std::atomic<bool> claimed_{false};

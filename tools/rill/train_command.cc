@@ -16,6 +16,7 @@
 
 #include "actors/input_pipeline.h"
 #include "actors/parallel_executor.h"
+#include "actors/trace_recorder.h"
 #include "ops/math/blas.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/dataset/fashion_mnist.h"
@@ -52,6 +53,10 @@ constexpr const char* kUsage = R"(usage: rill train [flags]
   --save FILE              write a checkpoint of all persistable variables at the end
   --resume FILE            start from a checkpoint written by --save
   --json                   one JSON object per epoch on stdout
+  --trace FILE             record training steps of the actor executor and write them
+                           as a Chrome trace (Perfetto, `rill trace summarize|view`)
+  --trace-skip N           steps run before recording starts (default 5: warm-up)
+  --trace-steps N          steps recorded (default 20)
 )";
 
 struct TrainOptions {
@@ -74,6 +79,9 @@ struct TrainOptions {
   std::string input = "pipeline";
   int decode_threads = 1;
   int prefetch = 2;
+  std::string trace;
+  int64_t trace_skip = 5;
+  int64_t trace_steps = 20;
 };
 
 std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
@@ -217,6 +225,12 @@ int Train(const TrainOptions& opt) {
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
   std::unique_ptr<StepRunner> step, eval;
   const ActorRunner* actor_step = nullptr;
+  std::shared_ptr<TraceRecorder> trace;
+  if (!opt.trace.empty()) {
+    TraceRecorder::Options options;
+    options.start_on = false;  // on for the steps asked for
+    trace = std::make_shared<TraceRecorder>(options);
+  }
   if (opt.executor == "sequential") {
     RILL_CHECK(places.size() == 1, kInvalidArgument,
                "the sequential executor runs on one place; use --executor actor for --places ",
@@ -230,8 +244,10 @@ int Train(const TrainOptions& opt) {
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     auto runtime = std::make_shared<Runtime>(threads);
+    ExecutionStrategy traced = strategy;
+    traced.trace = trace;
     auto actors =
-        std::make_unique<ActorRunner>(main.desc(), places, &scope, strategy, build, runtime);
+        std::make_unique<ActorRunner>(main.desc(), places, &scope, traced, build, runtime);
     actor_step = actors.get();
     step = std::move(actors);
     eval = std::make_unique<ActorRunner>(eval_program.desc(), places, &scope, strategy, build,
@@ -243,6 +259,7 @@ int Train(const TrainOptions& opt) {
   std::vector<int64_t> order(pipelined ? 0 : examples);
   if (pipelined) pipeline->StartEpoch(1);
   InputPipeline::Counters seen;  // the pipeline's counters at the start of the epoch
+  int64_t global_step = 0;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     if (!pipelined) {
       std::iota(order.begin(), order.end(), 0);
@@ -260,6 +277,9 @@ int Train(const TrainOptions& opt) {
       const size_t begin = s * static_cast<size_t>(opt.batch);
       const size_t end = std::min(examples, begin + static_cast<size_t>(opt.batch));
       std::vector<Tensor> out;
+      if (trace && global_step == opt.trace_skip) trace->Start();
+      if (trace && global_step == opt.trace_skip + opt.trace_steps) trace->Stop();
+      ++global_step;
       if (pipelined) {
         out = step->Run({}, {model.loss.name});  // the read op takes the batch
       } else {
@@ -312,6 +332,15 @@ int Train(const TrainOptions& opt) {
     }
   }
   if (!opt.save.empty()) SaveCheckpoint(main.desc(), scope, opt.save);
+  if (trace) {
+    trace->Stop();
+    trace->WriteFile(opt.trace);
+    std::fprintf(
+        stderr, "trace: %s (steps %lld to %lld; %lld events dropped)\n", opt.trace.c_str(),
+        static_cast<long long>(opt.trace_skip),
+        static_cast<long long>(std::min(global_step, opt.trace_skip + opt.trace_steps) - 1),
+        static_cast<long long>(trace->dropped()));
+  }
   return 0;
 }
 
@@ -339,7 +368,16 @@ int TrainCommand(const std::vector<std::string>& args) {
   flags.String("--input", &opt.input);
   flags.Int("--decode-threads", &opt.decode_threads);
   flags.Int("--prefetch", &opt.prefetch);
+  flags.String("--trace", &opt.trace);
+  flags.Int64("--trace-skip", &opt.trace_skip);
+  flags.Int64("--trace-steps", &opt.trace_steps);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
+  if (!opt.trace.empty() && opt.executor != "actor") {
+    return flags.UsageError("--trace records the actor executor (--executor actor)");
+  }
+  if (opt.trace_skip < 0 || opt.trace_steps < 1) {
+    return flags.UsageError("--trace-skip must be >= 0 and --trace-steps >= 1");
+  }
   if (opt.executor != "actor" && opt.executor != "sequential") {
     return flags.UsageError("--executor must be actor or sequential");
   }
