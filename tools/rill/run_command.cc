@@ -9,8 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/error.h"
 #include "actors/parallel_executor.h"
+#include "actors/trace_recorder.h"
+#include "runtime/error.h"
 #include "runtime/executor.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/io/npy.h"
@@ -23,7 +24,7 @@ namespace {
 
 constexpr const char* kUsage = R"(usage: rill run MAIN [--startup FILE] [--checkpoint FILE]
                 [--feed NAME=FILE.npy ...] [--fetch NAME ...] [--out DIR]
-                [--executor actor|sequential] [--threads N]
+                [--executor actor|sequential] [--threads N] [--trace FILE]
   Runs the STARTUP program once (initialising parameters), restores the
   persistable variables of MAIN from a checkpoint if given, then runs MAIN
   once with the actor executor (or the sequential reference executor). Each fetched variable is written to
@@ -37,6 +38,8 @@ constexpr const char* kUsage = R"(usage: rill run MAIN [--startup FILE] [--check
                           created if missing)
   --executor actor|sequential   which executor runs MAIN (default actor)
   --threads N             threads of the actor executor (default: the machine's cores)
+  --trace FILE            record the actor executor's run as a Chrome trace
+                          (Perfetto, `rill trace summarize|view`)
 )";
 
 constexpr int kValuesShown = 6;
@@ -95,7 +98,9 @@ int RunCommand(const std::vector<std::string>& args) {
   flags.String("--out", &out_dir);
   std::string executor_name = "actor";
   int threads = 0;
+  std::string trace_path;
   flags.String("--executor", &executor_name);
+  flags.String("--trace", &trace_path);
   flags.Int("--threads", &threads);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
 
@@ -117,6 +122,9 @@ int RunCommand(const std::vector<std::string>& args) {
     return flags.UsageError("--executor must be actor or sequential");
   }
   if (threads < 0) return flags.UsageError("--threads must be >= 0");
+  if (!trace_path.empty() && executor_name != "actor") {
+    return flags.UsageError("--trace records the actor executor (--executor actor)");
+  }
 
   const std::string& main_path = files[0];
   const proto::ProgramDesc main = LoadProgram(main_path);
@@ -133,8 +141,14 @@ int RunCommand(const std::vector<std::string>& args) {
     if (executor_name == "sequential") return executor.Run(main, &scope, feeds, fetches);
     ExecutionStrategy strategy;
     strategy.num_threads = threads;
+    if (!trace_path.empty()) strategy.trace = std::make_shared<TraceRecorder>();
     ParallelExecutor actors(main, {Place::Cpu()}, &scope, strategy);
-    return actors.Run(feeds, fetches);
+    std::vector<Tensor> out = actors.Run(feeds, fetches);
+    if (strategy.trace) {
+      strategy.trace->WriteFile(trace_path);
+      std::cerr << "trace: " << trace_path << "\n";
+    }
+    return out;
   });
 
   std::error_code ec;
