@@ -328,5 +328,46 @@ TEST_F(RillCliTest, HelpAndUnknownCommands) {
   EXPECT_EQ(r.status, 2) << r.output;
 }
 
+// Two kernels a -> b in one iteration of graph 0, from the node "h:1".
+constexpr const char* kTrace = R"json({"traceEvents": [
+  {"ph": "X", "cat": "iteration", "name": "iteration 0", "pid": 0, "tid": 1, "ts": 0, "dur": 50,
+   "args": {"graph": 0, "iteration": 0}},
+  {"ph": "X", "cat": "kernel", "name": "mul", "pid": 1, "tid": 11, "ts": 5, "dur": 20,
+   "args": {"graph": 0, "iteration": 0, "node": 1, "type": "mul", "place": 0, "stream": 0}},
+  {"ph": "X", "cat": "kernel", "name": "add", "pid": 1, "tid": 12, "ts": 30, "dur": 10,
+   "args": {"graph": 0, "iteration": 0, "node": 2, "type": "add", "place": 0, "stream": 0}}],
+ "rill": {"node": "h:1", "clock": {"origin_wall_ns": 1000, "offset_ns": 0},
+          "graphs": [{"id": 0, "nodes": [], "edges": [{"from": 1, "to": 2}]}]}})json";
+
+TEST_F(RillCliTest, TraceSummarizeMergeAndView) {
+  Write("t.json", kTrace);
+  Result r = Rill({"trace", "summarize", "t.json"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "critical path: 0.035 ms over 2 ops (70.0% of the iteration's"))
+      << r.output;
+  r = Rill({"trace", "summarize", "t.json", "--json"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "\"length_us\": 35.0")) << r.output;
+  r = Rill({"trace", "merge", "m.json", "t.json", "t.json"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  r = Rill({"trace", "summarize", "m.json", "--graph", "1000"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "merged from: h:1 h:1")) << r.output;
+  Write("page.html", R"(<script id="rill-trace" type="application/json">null</script>)");
+  r = Rill({"trace", "view", "t.json", "--template", "page.html"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(Path("t.html"))) << r.output;
+
+  r = Rill({"trace", "summarize", "missing.json"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "missing.json: no such file")) << r.output;
+  r = Rill({"trace", "summarize", "t.json", "--iteration", "3"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  r = Rill({"trace", "summarize", "t.json", "--top", "0"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  r = Rill({"trace", "unzip"});
+  EXPECT_EQ(r.status, 2) << r.output;
+}
+
 }  // namespace
 }  // namespace rill

@@ -28,5 +28,7 @@ int GraphCommand(const std::vector<std::string>& args);
 int BenchCommand(const std::vector<std::string>& args);
 // rill train ...: trains a Fashion-MNIST classifier (tools/rill/train_command.cc).
 int TrainCommand(const std::vector<std::string>& args);
+// rill trace summarize|merge|view ...: reads trace files (tools/rill/trace_command.cc).
+int TraceCommand(const std::vector<std::string>& args);
 
 }  // namespace rill::cli

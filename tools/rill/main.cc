@@ -1,6 +1,7 @@
-// The `rill` command-line tool: dispatches to the print, validate, run and
-// train subcommands, and turns every failure into a message and an exit
-// status (1: the program or data failed, 2: usage) instead of a crash.
+// The `rill` command-line tool: dispatches to the subcommands (print,
+// validate, run, graph, train, bench, trace), and turns every failure into a
+// message and an exit status (1: the program or data failed, 2: usage)
+// instead of a crash.
 #include <exception>
 #include <iostream>
 #include <new>
@@ -23,6 +24,9 @@ commands:
                              the SSA graph the actor executor runs, as DOT
   train [flags]              train a Fashion-MNIST classifier
   bench dag [flags]          executor cost per node: sequential, actor, oneTBB
+  trace summarize FILE       busy lanes, messages, waits, top ops, critical path
+  trace merge OUT IN...      merge trace files of several processes, clocks aligned
+  trace view FILE            the trace as a self-contained HTML page
   help [COMMAND]             this message, or a command's flags
 Exit status: 0 success, 1 the program or its data failed, 2 bad usage.
 )";
@@ -41,6 +45,7 @@ constexpr Entry kCommands[] = {
     {"graph", GraphCommand},
     {"train", TrainCommand},
     {"bench", BenchCommand},
+    {"trace", TraceCommand},
 };
 
 Command FindCommand(const std::string& name) {
