@@ -420,7 +420,7 @@ TEST(TraceSummaryTest, TextAndJsonOutputs) {
   EXPECT_EQ(path["nodes"][2]["node"], 4);
   EXPECT_EQ(path["nodes"][2]["wait_us"], 5);
   EXPECT_EQ(path["nodes"][2]["via"], "edge");
-  EXPECT_EQ(path["stream_order"], false);
+  EXPECT_EQ(path["stream_order"], true);  // the default; the diamond has no stream hold-up
   EXPECT_EQ(j["waits"][0]["mean_us"], 6);
 }
 

@@ -18,7 +18,7 @@ namespace rill::cli {
 namespace {
 
 constexpr const char* kUsage = R"(usage: rill trace summarize|merge|view ...
-  summarize FILE [--json] [--graph G] [--iteration N] [--top K] [--stream-order]
+  summarize FILE [--json] [--graph G] [--iteration N] [--top K] [--graph-edges-only]
                  busy time per lane and stream, messages, waits, top ops,
                  and the critical path of one iteration
   merge OUT IN1 IN2 ...
@@ -29,19 +29,21 @@ constexpr const char* kUsage = R"(usage: rill trace summarize|merge|view ...
 
 constexpr const char* kSummarizeUsage =
     R"(usage: rill trace summarize FILE [--json] [--graph G] [--iteration N] [--top K]
-                              [--stream-order]
+                              [--graph-edges-only]
   Per lane (actor): busy time (its kernels, merged) and utilisation over the
   trace's span; per stream: kernel time. Messages by kind (count, bytes),
   waits by place and kind, the top ops by kernel time, and the critical path
-  of one iteration of a graph: from the op that ended last, back along the
-  graph's edges to the predecessor that ended last, with each op's wait.
+  of one iteration of a graph: from the op that ended last, back to whatever
+  held it back last — the predecessor along the graph's edges that ended
+  last, or the op before it on its stream when that one ended later (a
+  stream runs one op at a time, so it can hold back a ready op) — with each
+  op's wait.
   --graph G         the graph of rill.graphs (default 0)
   --iteration N     the iteration (default: the one of median duration)
   --top K           lanes and op types to list (default 10; --json lists
                     every lane)
-  --stream-order    the critical path may also step back to the op before
-                    on the same stream, when that one ended later: a stream
-                    runs one op at a time, so it can hold back a ready op
+  --graph-edges-only  the critical path follows the graph's edges only (the
+                    data dependencies, without the streams' order)
   --json            one JSON object (keys: tools/rill/trace_summary.h)
 )";
 
@@ -65,14 +67,14 @@ int Summarize(const std::vector<std::string>& args) {
   int64_t graph = trace::kNone;
   int64_t iteration = trace::kNone;
   int top = 10;
-  bool stream_order = false;
+  bool edges_only = false;
   Flags flags("rill trace summarize", kSummarizeUsage);
   flags.Positional("FILE", &files, 1, 1);
   flags.Bool("--json", &json);
   flags.Int64("--graph", &graph);
   flags.Int64("--iteration", &iteration);
   flags.Int("--top", &top);
-  flags.Bool("--stream-order", &stream_order);
+  flags.Bool("--graph-edges-only", &edges_only);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
   if (top < 1) return flags.UsageError("--top must be >= 1");
   if (graph < trace::kNone) return flags.UsageError("--graph must be >= 0");
@@ -82,7 +84,8 @@ int Summarize(const std::vector<std::string>& args) {
   options.graph = graph == trace::kNone ? 0 : graph;
   options.iteration = iteration;
   options.top = top;
-  if (stream_order) options.path_edges = trace::PathEdges::kGraphAndStreamOrder;
+  options.path_edges =
+      edges_only ? trace::PathEdges::kGraph : trace::PathEdges::kGraphAndStreamOrder;
   const trace::Summary summary = trace::Summarize(trace::LoadTrace(files[0]), options);
   if (json) {
     std::cout << trace::SummaryToJson(summary, top).dump(2) << "\n";

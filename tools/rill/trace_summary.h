@@ -94,7 +94,7 @@ struct IterationStats {
 struct SummaryOptions {
   int64_t graph = 0;
   int64_t iteration = kNone;  // kNone: MedianIteration
-  PathEdges path_edges = PathEdges::kGraph;
+  PathEdges path_edges = PathEdges::kGraphAndStreamOrder;
   // With a graph or iteration the user chose, a missing one is an error;
   // with the defaults, the summary goes on without a critical path.
   bool path_requested = false;
