@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "runtime/io/checkpoint.h"
@@ -338,6 +339,30 @@ constexpr const char* kTrace = R"json({"traceEvents": [
    "args": {"graph": 0, "iteration": 0, "node": 2, "type": "add", "place": 0, "stream": 0}}],
  "rill": {"node": "h:1", "clock": {"origin_wall_ns": 1000, "offset_ns": 0},
           "graphs": [{"id": 0, "nodes": [], "edges": [{"from": 1, "to": 2}]}]}})json";
+
+// The issue's check on a real trace: a 2-place CNN's critical path (graph
+// edges and stream order) accounts for the iteration's time within 10%.
+TEST_F(RillCliTest, TwoPlaceCnnTraceHasACriticalPathAsLongAsItsIteration) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
+  }
+  Result r = Rill({"train", "--model", "cnn", "--places", "cpu:2", "--epochs", "1", "--max-steps",
+                   "10", "--trace-skip", "2", "--trace-steps", "6", "--trace", Path("cnn.json")});
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = Rill({"trace", "summarize", Path("cnn.json"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json summary = nlohmann::json::parse(r.output);
+  EXPECT_EQ(summary["dropped_events"], 0);
+  EXPECT_EQ(summary["iterations"]["count"], 6);
+  const nlohmann::json& path = summary["critical_path"];
+  ASSERT_TRUE(path.is_object()) << r.output;
+  const double ratio = path["length_us"].get<double>() / path["iteration_us"].get<double>();
+  EXPECT_GT(ratio, 0.9) << r.output;
+  EXPECT_LE(ratio, 1.0) << r.output;
+  bool merges = false;
+  for (const auto& node : path["nodes"]) merges |= node["type"] == "allreduce";
+  EXPECT_TRUE(merges) << "a 2-place iteration ends with gradient merges";
+}
 
 TEST_F(RillCliTest, TraceSummarizeMergeAndView) {
   Write("t.json", kTrace);
