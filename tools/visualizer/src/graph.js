@@ -90,7 +90,7 @@ export class GraphView {
     if (this.layouts.has(gi)) return this.layouts.get(gi);
     const graph = this.model.graphs[gi];
     const g = new Graph({ multigraph: true });
-    g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 38, edgesep: 8, marginx: 20, marginy: 20 });
+    g.setGraph({ rankdir: 'TB', nodesep: 16, ranksep: 30, edgesep: 8, marginx: 12, marginy: 12 });
     g.setDefaultEdgeLabel(() => ({}));
     const info = new Map();
     for (const n of graph.nodes || []) {
@@ -110,7 +110,14 @@ export class GraphView {
     const edges = g.edges().map((ref) => {
       const d = g.edge(ref);
       const pts = d.points || [];
-      return { ...d.e, d: pts.map((p, i) => `${i ? 'L' : 'M'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join('') };
+      if (pts.length > 3) return { ...d.e, d: basisPath(pts) };
+      // between adjacent ranks dagre may bend an edge far aside: go straight down
+      const a = g.node(ref.v);
+      const b = g.node(ref.w);
+      const y0 = a.y + NODE_H / 2;
+      const y1 = b.y - NODE_H / 2;
+      const m = (y0 + y1) / 2;
+      return { ...d.e, d: `M${a.x.toFixed(1)},${y0}C${a.x.toFixed(1)},${m} ${b.x.toFixed(1)},${m} ${b.x.toFixed(1)},${y1}` };
     });
     const out = { nodes, edges, width: g.graph().width || 100, height: g.graph().height || 100 };
     this.layouts.set(gi, out);
@@ -120,10 +127,11 @@ export class GraphView {
   fit() {
     const lay = this.layouts.get(this.gi);
     if (!lay) return;
-    const W = this.svg.clientWidth || 800;
+    // the legend keeps the top right corner: fit the graph beside it
+    const W = Math.max((this.svg.clientWidth || 800) - this.legend.offsetWidth - 24, 200);
     const H = this.svg.clientHeight || 600;
-    const k = Math.min(1.5, Math.min(W / lay.width, H / lay.height) * 0.95);
-    const t = zoomIdentity.translate((W - lay.width * k) / 2, Math.max(10, (H - lay.height * k) / 2)).scale(k);
+    const k = Math.min(1.5, Math.min(W / lay.width, H / lay.height) * 0.97);
+    const t = zoomIdentity.translate((W - lay.width * k) / 2, Math.max(6, (H - lay.height * k) / 2)).scale(k);
     select(this.svg).call(this.zoom.transform, t);
   }
 
@@ -189,4 +197,20 @@ export class GraphView {
     for (const [id, g] of this.nodeEls) g.classList.toggle('selected', id === node.id);
     this.onSelectNode(this.drawnGi, node, this.stats.get(node.id));
   }
+}
+
+// A smooth path through dagre's edge points: a uniform cubic B-spline that
+// starts and ends on the end points (d3-shape's curveBasis).
+function basisPath(pts) {
+  if (pts.length < 3) return pts.map((p, i) => `${i ? 'L' : 'M'}${p.x.toFixed(1)},${p.y.toFixed(1)}`).join('');
+  const f = (v) => v.toFixed(1);
+  const p = [pts[0], pts[0], ...pts, pts[pts.length - 1]];
+  let d = `M${f(pts[0].x)},${f(pts[0].y)}`;
+  for (let i = 1; i + 2 < p.length; i++) {
+    const [a, b, c] = [p[i], p[i + 1], p[i + 2]];
+    d += `C${f((2 * a.x + b.x) / 3)},${f((2 * a.y + b.y) / 3)} ${f((a.x + 2 * b.x) / 3)},${f((a.y + 2 * b.y) / 3)} ` +
+      `${f((a.x + 4 * b.x + c.x) / 6)},${f((a.y + 4 * b.y + c.y) / 6)}`;
+  }
+  const last = pts[pts.length - 1];
+  return `${d}L${f(last.x)},${f(last.y)}`;
 }

@@ -34,6 +34,7 @@ function init() {
 
   window.rillViewer = {
     stats: () => timeline.stats(),
+    view: () => timeline.view.slice(), // the timeline's time window, µs
     get model() {
       return state.model;
     },
@@ -105,6 +106,7 @@ function fillHeader(model) {
   item('messages', t.messages, 'messages');
   item('lanes', model.lanes.length, 'lanes');
   item('dropped', t.dropped, 'dropped events', t.dropped > 0);
+  if (t.unmatched) item('unmatched', t.unmatched, 'unmatched messages', true);
   item('span', fmtTime(model.t1 - model.t0), 'traced');
   if (model.fileName && model.fileName !== model.title) html('span', { class: 'total file' }, totals, model.fileName);
 }
@@ -115,7 +117,8 @@ function fillFilters(model) {
   html('option', { value: 'all' }, it, `all (${model.iterations.length})`);
   for (const i of model.iterations) {
     const span = model.iterSlice.get(i);
-    html('option', { value: String(i) }, it, span ? `${i} · ${fmtTime(span.dur)}` : String(i));
+    const label = i < 0 ? `${i} (outside iterations)` : span ? `${i} · ${fmtTime(span.dur)}` : String(i);
+    html('option', { value: String(i) }, it, label);
   }
 
   const procs = $('procs');

@@ -288,12 +288,12 @@ export class Timeline {
     this.updateStatus();
   }
 
-  // Names inside the slices wide enough for them (in and near the view).
+  // Names inside the slices wide enough for them, on their part in view.
   drawLabels(x) {
     this.sliceLabels.textContent = '';
     let n = 0;
-    const lo = this.P * 0.5;
-    const hi = this.P * 2.5;
+    const lo = this.P;
+    const hi = this.P * 2;
     for (const s of this.drawn.slices) {
       const a = Math.max(lo, x(s.ts));
       const b = Math.min(hi, x(s.end));
@@ -351,6 +351,7 @@ export class Timeline {
   highlight(item) {
     for (const e of this.svg.querySelectorAll('.selected, .related')) e.classList.remove('selected', 'related');
     this.selected = item;
+    this.svg.classList.toggle('has-selection', !!item);
     if (!item) return;
     if (item.el) item.el.classList.add('selected');
     if (isSlice(item)) for (const f of this.related(item)) if (f.el) f.el.classList.add('related');

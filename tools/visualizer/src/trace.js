@@ -154,8 +154,9 @@ export function parseTrace(obj, fileName = '') {
     graphs, nodeInfo,
     totals: {
       events: nonMeta,
-      iterations: iterSlice.size || iterations.length,
+      iterations: iterSlice.size || iterations.filter((i) => i >= 0).length,
       dropped: num(rill.dropped_events, 0),
+      unmatched: num(rill.unmatched_messages, 0),
       messages: flows.length,
     },
   };

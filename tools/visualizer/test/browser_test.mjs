@@ -159,6 +159,23 @@ if (slicesAll.length + pairs.length <= DRAW_LIMIT) {
   ok(`default view of a big trace: ${got.lanes} lanes, ${got.slices + got.arrows} elements drawn (status: ${status})`);
 }
 
+// wheel zooms in, "Fit" shows the whole range again
+const span = () => page.evaluate(() => {
+  const [t0, t1] = window.rillViewer.view();
+  return t1 - t0;
+});
+const fitted = await span();
+const box = await page.locator('#timeline .tl-plot').boundingBox();
+await page.mouse.move(box.x + box.width / 2, box.y + Math.min(box.height, 400) / 2);
+await page.mouse.wheel(0, -400);
+await page.waitForTimeout(100);
+const zoomed = await span();
+if (!(zoomed < fitted * 0.9)) await fail(`wheel up over the timeline did not zoom in: ${fitted} µs -> ${zoomed} µs across`);
+await page.click('#fit');
+await page.waitForTimeout(100);
+if (!near(await span(), fitted, 1e-6 * fitted)) await fail(`"Fit" did not restore the whole range: ${await span()} µs, expected ${fitted}`);
+ok(`wheel zoomed the timeline in (${fitted.toFixed(3)} -> ${zoomed.toFixed(3)} µs across); Fit restored it`);
+
 // one iteration (the middle one)
 const it = iterations.length ? iterations[Math.floor(iterations.length / 2)] : null;
 if (it !== null) {
@@ -227,20 +244,6 @@ async function clickablePoint(selector) {
 }
 const field = (key) => page.locator(`#details tr[data-key="${key}"] td`).first().textContent({ timeout: 5000 }).catch(() => null);
 
-// click a kernel box: the details show its name and duration
-const kp = await clickablePoint('#timeline .slice[data-cat="kernel"]');
-if (!kp) await fail('no kernel slice could be clicked (none visible on top)');
-await page.mouse.click(kp.x, kp.y);
-const kev = events[Number(kp.idx)];
-const kname = await field('name');
-const kdur = await field('duration');
-const klane = await field('lane');
-if (kname !== kev.name) await fail(`kernel details: name "${kname}", the event's is "${kev.name}"`);
-if (!near(firstNumber(kdur || ''), kev.dur)) await fail(`kernel details: duration "${kdur}", the event's is ${kev.dur} µs`);
-const kLaneName = laneNames.get(`${kev.pid ?? 0}:${kev.tid}`);
-if (kLaneName && !(klane || '').includes(kLaneName)) await fail(`kernel details: lane "${klane}", expected "${kLaneName}"`);
-ok(`clicked kernel "${kev.name}" on ${kLaneName ?? `tid ${kev.tid}`}: details show its name, duration ${kdur} and lane`);
-
 // click an arrow: the details show the message
 const ap = await clickablePoint('#timeline .arrow');
 if (!ap) await fail('no arrow could be clicked (none visible on top)');
@@ -264,6 +267,20 @@ if (sArgs.var) {
   if (v !== sArgs.var) await fail(`message details: var "${v}", expected "${sArgs.var}"`);
 }
 ok(`clicked ${want.kind} message ${pair.id} (${want.from ?? `tid ${pair.s.tid}`} → ${want.to ?? `tid ${pair.f.tid}`}): details show kind, lanes, latency ${got.latency}`);
+
+// click a kernel box: the details show its name and duration
+const kp = await clickablePoint('#timeline .slice[data-cat="kernel"]');
+if (!kp) await fail('no kernel slice could be clicked (none visible on top)');
+await page.mouse.click(kp.x, kp.y);
+const kev = events[Number(kp.idx)];
+const kname = await field('name');
+const kdur = await field('duration');
+const klane = await field('lane');
+if (kname !== kev.name) await fail(`kernel details: name "${kname}", the event's is "${kev.name}"`);
+if (!near(firstNumber(kdur || ''), kev.dur)) await fail(`kernel details: duration "${kdur}", the event's is ${kev.dur} µs`);
+const kLaneName = laneNames.get(`${kev.pid ?? 0}:${kev.tid}`);
+if (kLaneName && !(klane || '').includes(kLaneName)) await fail(`kernel details: lane "${klane}", expected "${kLaneName}"`);
+ok(`clicked kernel "${kev.name}" on ${kLaneName ?? `tid ${kev.tid}`}: details show its name, duration ${kdur} and lane`);
 
 await page.mouse.move(1, 1); // no tooltip in the picture
 await page.screenshot({ path: shotPath });
