@@ -17,6 +17,10 @@ packages=(
   zlib1g-dev
   dataset-fashion-mnist
 )
+# The trace visualizer: bundled with npm, tested in headless Chromium.
+packages+=(chromium)
+command -v node >/dev/null || packages+=(nodejs)
+command -v npm >/dev/null || packages+=(npm)
 if [[ "${RILL_SETUP_TORCH:-0}" == 1 ]]; then
   packages+=(python3-torch)
 fi
