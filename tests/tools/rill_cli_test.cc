@@ -364,6 +364,40 @@ TEST_F(RillCliTest, TwoPlaceCnnTraceHasACriticalPathAsLongAsItsIteration) {
   EXPECT_TRUE(merges) << "a 2-place iteration ends with gradient merges";
 }
 
+// Two processes traced one after the other and merged: the second one's
+// events come after the first one's on the merged clock (each file's times
+// count from its own start, so only the wall-clock alignment orders them).
+TEST_F(RillCliTest, TracesOfTwoProcessesMergeOnOneClock) {
+  Write("main.pbtxt", kPersistableProgram);
+  Write("startup.pbtxt", kStartupProgram);
+  for (const char* file : {"first.json", "second.json"}) {
+    const Result r = Rill({"run", "main.pbtxt", "--startup", "startup.pbtxt", "--fetch", "result/w",
+                           "--trace", Path(file)});
+    ASSERT_EQ(r.status, 0) << r.output;
+  }
+  const Result r = Rill({"trace", "merge", "merged.json", "first.json", "second.json"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::ifstream in(Path("merged.json"));
+  const nlohmann::json merged = nlohmann::json::parse(in);
+  double first_end = 0, second_start = 1e300;
+  int kernels[2] = {0, 0};
+  for (const auto& e : merged["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const bool second = e["pid"].get<int>() >= 1000;
+    const double ts = e["ts"].get<double>();
+    if (second) {
+      second_start = std::min(second_start, ts);
+    } else {
+      first_end = std::max(first_end, ts + e["dur"].get<double>());
+    }
+    kernels[second] += e["cat"] == "kernel";
+  }
+  EXPECT_EQ(kernels[0], kernels[1]);
+  EXPECT_GT(kernels[0], 0);
+  EXPECT_GT(second_start, first_end);
+  EXPECT_EQ(merged["rill"]["inputs"].size(), 2u);
+}
+
 TEST_F(RillCliTest, TraceSummarizeMergeAndView) {
   Write("t.json", kTrace);
   Result r = Rill({"trace", "summarize", "t.json"});
