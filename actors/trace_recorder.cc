@@ -74,16 +74,16 @@ std::shared_ptr<TraceRecorder> TraceRecorder::FromEnvironment() {
       options.max_events = std::max<int64_t>(1, std::atoll(max));
     }
     made = std::make_shared<TraceRecorder>(options);
+    // Constructed (and so destroyed) before the handler is registered: it
+    // still holds the recorder when the handler runs at exit.
     static std::string file = path;
-    static std::weak_ptr<TraceRecorder> at_exit = made;
+    static std::shared_ptr<TraceRecorder> at_exit = made;
     std::atexit([] {
-      if (auto r = at_exit.lock()) {
-        try {
-          r->WriteFile(file);
-          std::cerr << "rill: trace written to " << file << "\n";
-        } catch (const std::exception& e) {
-          std::cerr << "rill: " << e.what() << "\n";
-        }
+      try {
+        at_exit->WriteFile(file);
+        std::cerr << "rill: trace written to " << file << "\n";
+      } catch (const std::exception& e) {
+        std::cerr << "rill: " << e.what() << "\n";
       }
     });
     return made;

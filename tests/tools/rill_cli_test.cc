@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
@@ -396,6 +397,22 @@ TEST_F(RillCliTest, TracesOfTwoProcessesMergeOnOneClock) {
   EXPECT_GT(kernels[0], 0);
   EXPECT_GT(second_start, first_end);
   EXPECT_EQ(merged["rill"]["inputs"].size(), 2u);
+}
+
+// RILL_TRACE=FILE traces every actor executor of the process, written at exit.
+TEST_F(RillCliTest, TheEnvironmentVariableTracesARun) {
+  Write("main.pbtxt", kPersistableProgram);
+  Write("startup.pbtxt", kStartupProgram);
+  ::setenv("RILL_TRACE", Path("env.json").c_str(), 1);
+  const Result r = Rill({"run", "main.pbtxt", "--startup", "startup.pbtxt", "--fetch", "result/w"});
+  ::unsetenv("RILL_TRACE");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "trace written to")) << r.output;
+  std::ifstream in(Path("env.json"));
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  int kernels = 0;
+  for (const auto& e : trace["traceEvents"]) kernels += e["ph"] == "X" && e["cat"] == "kernel";
+  EXPECT_EQ(kernels, 1);  // the one scale op (the startup program runs on the reference executor)
 }
 
 TEST_F(RillCliTest, TraceSummarizeMergeAndView) {
