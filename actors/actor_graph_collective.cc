@@ -97,7 +97,8 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
     if (po.next < static_cast<int>(po.waiting.size())) std::swap(next, po.waiting[po.next]);
   }
   if (next != nullptr) streams_[next->stream]->SubmitUrgent(next);
-  const int64_t began = slot.traced ? TraceRecorder::Now() : 0;
+  const bool traced = slot.traced;  // the slot may be reused once the last chunk completes
+  const int64_t began = traced ? TraceRecorder::Now() : 0;
   if (!slot.cancelled.load(std::memory_order_relaxed)) {
     stream.SetRunning(chunk->node);
     try {
@@ -162,20 +163,20 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
       FailIteration(slot, chunk->node, e);
     }
     stream.SetRunning(-1);
-    if (slot.traced) {
+    if (traced) {
       TraceSpan(TraceEventKind::kKernel, trace_chunk_lanes_[static_cast<size_t>(c.order * n + p)],
                 c.node, stream.index_in_place(), began, slot);
     }
   }
   stream.CountExecuted();
   if (slot.chunk_countdowns[c.order].Arrive(generation) == Countdown::Arrival::kReady) {
-    if (slot.traced) {
+    if (traced) {
       TraceSpan(TraceEventKind::kCollective, trace_lane(c.node), c.node, -1,
                 slot.collective_issue_ns[static_cast<size_t>(c.order)], slot);
     }
     Complete(&slot.tasks[c.node], slot, generation, &stream);
   }
-  if (slot.traced) CurrentTrace() = {};
+  if (traced) CurrentTrace() = {};
 }
 
 }  // namespace rill

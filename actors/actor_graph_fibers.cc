@@ -68,17 +68,21 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
     Complete(task, slot, generation, nullptr);
     return;
   }
-  const TraceContext traced{trace_, slot.traced ? trace_lane(task->node) : 0, trace_graph_,
-                            slot.iteration, 0};
+  // Read now: once the op completes, the iteration may end and the slot be reused.
+  const TraceContext traced{slot.traced ? trace_ : nullptr,
+                            slot.traced ? trace_lane(task->node) : 0, trace_graph_, slot.iteration,
+                            0};
   // The inline attempt: done without a fiber when nothing needs waiting for.
   if (const TryKernelFn* attempt = nodes_[task->node].try_kernel) {
-    const int64_t began = slot.traced ? TraceRecorder::Now() : 0;
+    const int64_t began = traced.recorder ? TraceRecorder::Now() : 0;
     bool done = true;  // a failed attempt is done too: the iteration has failed
     RunOrFail(slot, task->node, [&] { done = (*attempt)(*task->context); });
     if (done) {
-      if (slot.traced) TraceSpan(TraceEventKind::kKernel, traced.lane, task->node, -1, began, slot);
+      if (traced.recorder) {
+        TraceSpan(TraceEventKind::kKernel, traced.lane, task->node, -1, began, slot);
+      }
       Complete(task, slot, generation, nullptr);
-      if (slot.traced) CurrentTrace() = {};
+      if (traced.recorder) CurrentTrace() = {};
       return;
     }
   }
@@ -86,12 +90,12 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
   fibers_running_.fetch_add(1, std::memory_order_acq_rel);
   // The fiber keeps the graph alive: it may end after a Shutdown gave up on it.
   runtime_->fibers().Spawn([self = shared_from_this(), task, &slot, generation, traced] {
-    const int64_t began = slot.traced ? TraceRecorder::Now() : 0;
+    const int64_t began = traced.recorder ? TraceRecorder::Now() : 0;
     // Its channel waits are recorded on its lane (the context is the fiber's
     // thread's: set again by whichever fiber runs next there).
-    if (slot.traced) CurrentTrace() = traced;
+    if (traced.recorder) CurrentTrace() = traced;
     self->RunOrFail(slot, task->node, [task] { (*task->kernel)(*task->context); });
-    if (slot.traced) {
+    if (traced.recorder) {
       self->TraceSpan(TraceEventKind::kKernel, traced.lane, task->node, -1, began, slot);
     }
     self->fibers_running_.fetch_sub(1, std::memory_order_acq_rel);
@@ -99,7 +103,7 @@ void ActorGraph::StartFiber(Task* task, Slot& slot, uint32_t generation) {
     // After an abort the graph's countdowns are stale: pass nothing on.
     if (!slot.aborted.load(std::memory_order_acquire))
       self->Complete(task, slot, generation, nullptr);
-    if (slot.traced) CurrentTrace() = {};
+    if (traced.recorder) CurrentTrace() = {};
     self->EndOutstanding(slot);
   });
 }

@@ -231,7 +231,9 @@ void ActorGraph::ResetSlot(Slot& slot) {
 
 void ActorGraph::Kick(Slot& slot) {
   // Wakes sent from here are the driver's messages.
-  if (slot.traced) CurrentTrace() = {trace_, trace_driver_lane_, trace_graph_, slot.iteration, 0};
+  // Read before the sources go: once they do, the iteration may end and the slot be reused.
+  const bool traced = slot.traced;
+  if (traced) CurrentTrace() = {trace_, trace_driver_lane_, trace_graph_, slot.iteration, 0};
   for (int source : sources_) {
     const Node& node = nodes_[source];
     if (node.feed_index >= 0 && !withheld_feeds_.empty() &&
@@ -241,7 +243,7 @@ void ActorGraph::Kick(Slot& slot) {
     }
     Dispatch(&slot.tasks[source], nullptr);
   }
-  if (slot.traced) CurrentTrace() = {};
+  if (traced) CurrentTrace() = {};
 }
 
 void ActorGraph::Help(Slot& slot, std::future<std::vector<Tensor>>& future) {
@@ -411,15 +413,16 @@ void ActorGraph::StartBlock(Task* task, Slot& slot, uint32_t generation) {
   }
   blocks_running_.fetch_add(1, std::memory_order_acq_rel);
   BlockRunner* runner = slot.block_runners[task->node].get();
-  const int64_t began = slot.traced ? TraceRecorder::Now() : 0;
-  runner->Start([this, task, &slot, generation, began](std::exception_ptr error) {
+  const bool traced = slot.traced;
+  const int64_t began = traced ? TraceRecorder::Now() : 0;
+  runner->Start([this, task, &slot, generation, traced, began](std::exception_ptr error) {
     if (error) RunOrFail(slot, task->node, [&error] { std::rethrow_exception(error); });
     blocks_running_.fetch_sub(1, std::memory_order_acq_rel);
-    if (slot.traced) {
+    if (traced) {
       TraceSpan(TraceEventKind::kKernel, trace_lane(task->node), task->node, -1, began, slot);
     }
-    Complete(task, slot, generation, nullptr);
-    if (slot.traced) CurrentTrace() = {};
+    Complete(task, slot, generation, nullptr);  // may end the iteration: the slot is not ours after
+    if (traced) CurrentTrace() = {};
   });
 }
 
