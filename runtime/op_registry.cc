@@ -32,6 +32,24 @@ bool RegisterOp(OpSchema schema) {
   return true;
 }
 
+void RegisterOps(std::vector<OpSchema> schemas) {
+  Registry& r = GlobalRegistry();
+  std::lock_guard lock(r.mutex);
+  for (size_t i = 0; i < schemas.size(); ++i) {
+    const std::string& type = schemas[i].type();
+    RILL_CHECK(!r.schemas.count(type), kInvalidArgument, "op type \"", type,
+               "\" is already registered");
+    for (size_t j = 0; j < i; ++j) {
+      RILL_CHECK(schemas[j].type() != type, kInvalidArgument, "op type \"", type,
+                 "\" is defined twice");
+    }
+  }
+  for (auto& schema : schemas) {
+    const std::string type = schema.type();
+    r.schemas[type] = std::make_unique<OpSchema>(std::move(schema));
+  }
+}
+
 const OpSchema* FindOpSchema(const std::string& type) {
   Registry& r = GlobalRegistry();
   std::lock_guard lock(r.mutex);

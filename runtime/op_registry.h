@@ -11,6 +11,9 @@ namespace rill {
 
 // Adds a schema; throws kInvalidArgument if the type is already registered.
 bool RegisterOp(OpSchema schema);
+// Adds all the schemas or, when one of their types is already registered (or
+// repeats among them), none: throws kInvalidArgument naming it.
+void RegisterOps(std::vector<OpSchema> schemas);
 // nullptr when the type is unknown.
 const OpSchema* FindOpSchema(const std::string& type);
 // Throws kNotFound naming the type when unknown.

@@ -311,7 +311,7 @@ TEST_F(RillCliTest, PrintConvertsBinaryToText) {
 TEST_F(RillCliTest, HelpAndUnknownCommands) {
   Result r = Rill({"--help"});
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(Contains(r.output, "usage: rill COMMAND")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "usage: rill [--plugin LIB.so ...] COMMAND")) << r.output;
   r = Rill({"help"});
   EXPECT_EQ(r.status, 0) << r.output;
   r = Rill({"help", "run"});
@@ -322,7 +322,7 @@ TEST_F(RillCliTest, HelpAndUnknownCommands) {
   EXPECT_TRUE(Contains(r.output, "usage: rill validate")) << r.output;
   r = Rill({});
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "usage: rill COMMAND")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "usage: rill [--plugin LIB.so ...] COMMAND")) << r.output;
   r = Rill({"frobnicate"});
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(Contains(r.output, "unknown command 'frobnicate'")) << r.output;
@@ -340,6 +340,30 @@ constexpr const char* kTrace = R"json({"traceEvents": [
    "args": {"graph": 0, "iteration": 0, "node": 2, "type": "add", "place": 0, "stream": 0}}],
  "rill": {"node": "h:1", "clock": {"origin_wall_ns": 1000, "offset_ns": 0},
           "graphs": [{"id": 0, "nodes": [], "edges": [{"from": 1, "to": 2}]}]}})json";
+
+// Ops from a plugin: usable in a program file once --plugin loads them; a
+// plugin that cannot be loaded stops the command with its name.
+TEST_F(RillCliTest, PluginOpsRunFromAProgramFile) {
+  Write("cube.pbtxt", R"prog(
+blocks {
+  idx: 0 parent_idx: -1
+  vars { name: "x" kind: DENSE_TENSOR dtype: FLOAT32 shape: [2] stop_gradient: true }
+  vars { name: "y" kind: DENSE_TENSOR dtype: FLOAT32 shape: [2] }
+  ops { type: "plugin_cube" inputs { name: "X" vars: "x" } outputs { name: "Out" vars: "y" } }
+}
+)prog");
+  WriteNpy(Path("x.npy"), MakeTensor<float>({2}, {2, -3}));
+  Result r = Rill(
+      {"--plugin", RILL_CUBE_PLUGIN, "run", "cube.pbtxt", "--feed", "x=x.npy", "--fetch", "y"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "y: float32[2] = [8, -27]")) << r.output;
+  r = Rill({"run", "cube.pbtxt", "--feed", "x=x.npy", "--fetch", "y"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "plugin_cube")) << r.output;
+  r = Rill({"--plugin", "missing.so", "validate", "cube.pbtxt"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "plugin \"missing.so\": no such file")) << r.output;
+}
 
 // The issue's check on a real trace: a 2-place CNN's critical path (graph
 // edges and stream order) accounts for the iteration's time within 10%.

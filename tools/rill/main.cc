@@ -9,12 +9,14 @@
 #include <vector>
 
 #include "runtime/error.h"
+#include "runtime/plugin.h"
 #include "tools/rill/commands.h"
 
 namespace rill::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rill COMMAND [ARGS...]
+constexpr const char* kUsage = R"(usage: rill [--plugin LIB.so ...] COMMAND [ARGS...]
+  --plugin LIB.so            load the ops of a plugin (runtime/plugin.h) first
 commands:
   print FILE                 show a program, one op per line
   validate FILE              check a program; prints "ok" or the first problem
@@ -28,6 +30,7 @@ commands:
   trace merge OUT IN...      merge trace files of several processes, clocks aligned
   trace view FILE            the trace as a self-contained HTML page
   help [COMMAND]             this message, or a command's flags
+  --version                  the version of Rill
 Exit status: 0 success, 1 the program or its data failed, 2 bad usage.
 )";
 
@@ -38,6 +41,8 @@ struct Entry {
   Command run;
 };
 
+// One command a line.
+// clang-format off
 constexpr Entry kCommands[] = {
     {"print", PrintCommand},
     {"validate", ValidateCommand},
@@ -47,6 +52,7 @@ constexpr Entry kCommands[] = {
     {"bench", BenchCommand},
     {"trace", TraceCommand},
 };
+// clang-format on
 
 Command FindCommand(const std::string& name) {
   for (const auto& entry : kCommands) {
@@ -60,7 +66,33 @@ int UnknownCommand(const std::string& name) {
   return kExitUsage;
 }
 
-int Dispatch(const std::vector<std::string>& args) {
+// Loads the plugins named by leading --plugin PATH (or --plugin=PATH) flags
+// and removes those flags. Returns false (having said why) when one fails.
+bool LoadPlugins(std::vector<std::string>* args) {
+  size_t i = 0;
+  for (; i < args->size(); ++i) {
+    std::string path;
+    const std::string& arg = (*args)[i];
+    if (arg == "--plugin" && i + 1 < args->size()) {
+      path = (*args)[++i];
+    } else if (arg.rfind("--plugin=", 0) == 0) {
+      path = arg.substr(9);
+    } else {
+      break;
+    }
+    try {
+      LoadPlugin(path);
+    } catch (const Error& e) {
+      std::cerr << "rill: " << e.what() << "\n";
+      return false;
+    }
+  }
+  args->erase(args->begin(), args->begin() + static_cast<std::ptrdiff_t>(i));
+  return true;
+}
+
+int Dispatch(std::vector<std::string> args) {
+  if (!LoadPlugins(&args)) return kExitFailure;
   if (args.empty()) {
     std::cerr << kUsage;
     return kExitUsage;
@@ -76,7 +108,7 @@ int Dispatch(const std::vector<std::string>& args) {
     return command({"--help"});
   }
   if (name == "--version" || name == "version") {
-    std::cout << "rill " << RILL_VERSION << "\n";
+    std::cout << "rill " << Version() << "\n";
     return kExitOk;
   }
   const Command command = FindCommand(name);

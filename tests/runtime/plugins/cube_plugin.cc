@@ -1,0 +1,58 @@
+// A plugin as a user writes one: the op cube (Out = X^3) with its gradient
+// op, registered in one RILL_PLUGIN block.
+#include "runtime/kernel_context.h"
+#include "runtime/op_desc.h"
+#include "runtime/plugin.h"
+
+namespace {
+
+using namespace rill;
+
+void CubeKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  VisitFloatType(x.dtype(), [&]<class T>() {
+    const T* in = x.data<T>();
+    T* out = ctx.Output("Out")->Allocate<T>(x.shape());
+    for (int64_t i = 0; i < x.numel(); ++i) out[i] = in[i] * in[i] * in[i];
+  });
+}
+
+// dX = 3 X^2 dOut
+void CubeGradKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const Tensor& dout = ctx.Input("Out@GRAD");
+  VisitFloatType(x.dtype(), [&]<class T>() {
+    const T* in = x.data<T>();
+    const T* g = dout.data<T>();
+    T* dx = ctx.Output("X@GRAD")->Allocate<T>(x.shape());
+    for (int64_t i = 0; i < x.numel(); ++i) dx[i] = 3 * in[i] * in[i] * g[i];
+  });
+}
+
+std::vector<proto::OpDesc> CubeGrad(const proto::OpDesc& fwd) {
+  proto::OpDesc grad;
+  grad.set_type("plugin_cube_grad");
+  SetInput(&grad, "X", {InputVar(fwd, "X")});
+  SetInput(&grad, "Out@GRAD", {GradVarName(OutputVar(fwd, "Out"))});
+  SetOutput(&grad, "X@GRAD", {GradVarName(InputVar(fwd, "X"))});
+  return {grad};
+}
+
+}  // namespace
+
+RILL_PLUGIN(registry) {
+  registry.Add(OpSchema("plugin_cube")
+                   .Doc("Out = X^3, elementwise.")
+                   .Input("X", "input tensor")
+                   .Output("Out", "X cubed, same shape and type")
+                   .InferShape(SameShapeAs("X", "Out"))
+                   .CpuKernel(CubeKernel)
+                   .Grad(CubeGrad));
+  registry.Add(OpSchema("plugin_cube_grad")
+                   .Doc("X@GRAD = 3 X^2 Out@GRAD.")
+                   .Input("X", "the forward input")
+                   .Input("Out@GRAD", "the gradient of Out")
+                   .Output("X@GRAD", "the gradient of X")
+                   .InferShape(SameShapeAs("X", "X@GRAD"))
+                   .CpuKernel(CubeGradKernel));
+}
