@@ -41,7 +41,8 @@ void ActorGraph::RegisterTrace() {
   const ExecutionStrategy::TraceParent& parent = strategy_.trace_parent;
   const bool nested = parent.lane > 0;
   auto place_of = [&](int place) { return nested ? parent.place : place; };
-  auto pid_of = [&](int place) { return place_of(place) < 0 ? 0 : place_of(place) + 1; };
+  // pid 1: the executor; place p: p + 2 (Perfetto treats pid 0 as the kernel's idle process).
+  auto pid_of = [&](int place) { return place_of(place) < 0 ? 1 : place_of(place) + 2; };
 
   TraceGraph tg;
   tg.block = block_index_;
@@ -54,7 +55,7 @@ void ActorGraph::RegisterTrace() {
   const std::string prefix = nested             ? StrCat("block ", block_index_, ": ")
                              : trace_graph_ > 0 ? StrCat("graph ", trace_graph_, ": ")
                                                 : std::string();
-  trace_->SetProcessName(0, "executor");
+  trace_->SetProcessName(1, "executor");
   for (int p = 0; p < places(); ++p) {
     trace_->SetProcessName(pid_of(p), StrCat("place ", p, " (", places_[p].ToString(), ")"));
   }

@@ -4,18 +4,27 @@
 // to a place) is the receiver's first kernel of that iteration. Barrier
 // waits are derived here, off the hot path: a place waits from the moment its
 // last gradient of a bucket was sent to the barrier's release.
+//
+// For Perfetto (older versions too): traceEvents before any key of ours; no
+// displayTimeUnit; pids from 1; lane tids (from kLaneTidBase) never equal a
+// pid, and a process's own metadata sits on tid == pid; flow ends after all
+// slices, so that an end at a slice's start time is read after the slice.
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <ostream>
+#include <sstream>
 #include <unordered_map>
 
 #include "actors/trace_recorder.h"
 
 namespace rill {
 namespace {
+
+constexpr int kLaneTidBase = 10000;
+int64_t Tid(int lane) { return lane > 0 ? kLaneTidBase + lane : lane; }
 
 uint64_t Key(int iteration, int lane) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(iteration)) << 32) |
@@ -64,9 +73,14 @@ class JsonWriter {
 
   // Starts an event: {"ph":..,"cat":..,"name":..,"pid":..,"tid":..,"ts":..
   void Begin(const char* ph, const char* cat, const std::string& name, int lane_id, int64_t ts) {
-    out_ << (first_ ? "\n" : ",\n") << "{\"ph\":\"" << ph << "\",\"cat\":\"" << cat
-         << "\",\"name\":" << Quoted(name) << ",\"pid\":" << lane(lane_id).pid
-         << ",\"tid\":" << lane_id << ",\"ts\":" << Us(ts);
+    Begin(out_, ph, cat, name, lane_id, ts);
+  }
+  // The same, into `to` (events kept for the end of the file).
+  void Begin(std::ostream& to, const char* ph, const char* cat, const std::string& name,
+             int lane_id, int64_t ts) {
+    to << (first_ ? "\n" : ",\n") << "{\"ph\":\"" << ph << "\",\"cat\":\"" << cat
+       << "\",\"name\":" << Quoted(name) << ",\"pid\":" << lane(lane_id).pid
+       << ",\"tid\":" << Tid(lane_id) << ",\"ts\":" << Us(ts);
     first_ = false;
   }
   void Raw(const std::string& text) {
@@ -123,16 +137,18 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
     }
   }
 
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[";
+  out << "{\"traceEvents\":[";
   for (const auto& [pid, name] : processes) {
-    w.Raw("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) +
-          ",\"tid\":0,\"args\":{\"name\":" + Quoted(name) + "}}");
-    w.Raw("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(pid) +
-          ",\"tid\":0,\"args\":{\"sort_index\":" + std::to_string(pid) + "}}");
+    const std::string ids = ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(pid);
+    w.Raw("{\"ph\":\"M\",\"name\":\"process_name\"" + ids + ",\"args\":{\"name\":" + Quoted(name) +
+          "}}");
+    w.Raw("{\"ph\":\"M\",\"name\":\"process_sort_index\"" + ids +
+          ",\"args\":{\"sort_index\":" + std::to_string(pid) + "}}");
   }
   for (size_t i = 0; i < lane_table.size(); ++i) {
     const std::string prefix = "{\"ph\":\"M\",\"pid\":" + std::to_string(lane_table[i].pid) +
-                               ",\"tid\":" + std::to_string(i + 1) + ",\"name\":";
+                               ",\"tid\":" + std::to_string(Tid(static_cast<int>(i + 1))) +
+                               ",\"name\":";
     w.Raw(prefix + "\"thread_name\",\"args\":{\"name\":" + Quoted(lane_table[i].name) + "}}");
     w.Raw(prefix + "\"thread_sort_index\",\"args\":{\"sort_index\":" + std::to_string(i + 1) +
           "}}");
@@ -147,6 +163,7 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
   };
   int64_t flow_id = 0;
   int64_t unmatched = 0;
+  std::ostringstream flow_ends;  // written after every slice
   for (const TraceEvent& e : events) {
     if (!w.valid(e.lane)) continue;
     const TraceLane& lane = w.lane(e.lane);
@@ -212,18 +229,19 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
         const std::string name = MessageKindName(kind);
         ++flow_id;
         w.Begin("s", "message", name, e.lane, e.begin_ns);
-        w.out() << ",\"id\":" << flow_id << common << ",\"from\":" << e.lane << ",\"to\":" << e.peer
-                << ",\"from_node\":" << w.lane(e.lane).node
+        w.out() << ",\"id\":" << flow_id << common << ",\"from\":" << Tid(e.lane)
+                << ",\"to\":" << Tid(e.peer) << ",\"from_node\":" << w.lane(e.lane).node
                 << ",\"to_node\":" << (to ? to->id : w.lane(e.peer).node)
                 << ",\"var\":" << Quoted(text(e.detail)) << ",\"bytes\":" << e.bytes << "}}";
-        w.Begin("f", "message", name, e.peer, std::max(received, e.begin_ns));
-        w.out() << ",\"id\":" << flow_id << ",\"bp\":\"e\",\"args\":{\"iteration\":" << e.iteration
-                << "}}";
+        w.Begin(flow_ends, "f", "message", name, e.peer, std::max(received, e.begin_ns));
+        flow_ends << ",\"id\":" << flow_id
+                  << ",\"bp\":\"e\",\"args\":{\"iteration\":" << e.iteration << "}}";
         break;
       }
     }
   }
 
+  out << flow_ends.str();
   char host[256] = "host";
   gethostname(host, sizeof host - 1);
   out << "\n],\n\"rill\":{\"format\":1,\"node\":"
@@ -233,7 +251,7 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
       << ",\n\"lanes\":[";
   for (size_t i = 0; i < lane_table.size(); ++i) {
     const TraceLane& l = lane_table[i];
-    out << (i ? ",\n" : "\n") << "{\"tid\":" << i + 1 << ",\"pid\":" << l.pid
+    out << (i ? ",\n" : "\n") << "{\"tid\":" << Tid(static_cast<int>(i + 1)) << ",\"pid\":" << l.pid
         << ",\"kind\":" << Quoted(l.kind) << ",\"name\":" << Quoted(l.name)
         << ",\"graph\":" << l.graph << ",\"node\":" << l.node << ",\"place\":" << l.place << "}";
   }
@@ -241,15 +259,15 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
   for (size_t g = 0; g < graph_table.size(); ++g) {
     const TraceGraph& graph = graph_table[g];
     out << (g ? ",\n" : "\n") << "{\"id\":" << g << ",\"block\":" << graph.block
-        << ",\"parent_lane\":" << graph.parent_lane << ",\"places\":" << graph.places
+        << ",\"parent_lane\":" << Tid(graph.parent_lane) << ",\"places\":" << graph.places
         << ",\"streams_per_place\":" << graph.streams_per_place
-        << ",\"driver_lane\":" << graph.driver_lane << ",\"nodes\":[";
+        << ",\"driver_lane\":" << Tid(graph.driver_lane) << ",\"nodes\":[";
     for (size_t i = 0; i < graph.nodes.size(); ++i) {
       const TraceGraph::Node& n = graph.nodes[i];
       out << (i ? ",\n" : "\n") << "{\"id\":" << n.id << ",\"type\":" << Quoted(n.type)
           << ",\"op\":" << n.op << ",\"place\":" << n.place << ",\"stream\":" << n.stream
           << ",\"kind\":" << Quoted(n.kind) << ",\"role\":" << Quoted(RoleOf(n.role))
-          << ",\"tid\":" << n.lane << "}";
+          << ",\"tid\":" << Tid(n.lane) << "}";
     }
     out << "],\"edges\":[";
     for (size_t i = 0; i < graph.edges.size(); ++i) {

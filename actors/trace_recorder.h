@@ -71,7 +71,7 @@ struct TraceEvent {
 
 // One actor's row in the trace.
 struct TraceLane {
-  int pid = 0;       // 0: the executor; place p: p + 1
+  int pid = 1;       // 1: the executor; place p: p + 2
   std::string kind;  // driver, op, stream, collective, chunk
   std::string name;
   int graph = -1;

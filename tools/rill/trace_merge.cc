@@ -96,6 +96,10 @@ void ShiftEvent(json& e, const Shift& shift, const std::string& path) {
   }
   AddTo(e, "pid", shift.pid, false);
   AddTo(e, "tid", shift.tid, false);
+  // A process's own metadata names it on its tid == pid (as Perfetto reads it).
+  if (metadata && StringField(e, "name").rfind("process_", 0) == 0 && e.contains("pid")) {
+    e["tid"] = e["pid"];
+  }
   ShiftFlowId(e, "id", shift);
   ShiftFlowId(e, "bind_id", shift);
   if (!e.contains("args") || !e["args"].is_object()) return;
@@ -167,9 +171,7 @@ json MergeTraces(std::vector<json> inputs, const std::vector<std::string>& paths
     nodes.push_back(shift.node);
     dropped += IntField(rill, "dropped_events", 0);
   }
-  const std::string unit = StringField(inputs[0], "displayTimeUnit");
-  return {{"displayTimeUnit", unit.empty() ? "ms" : unit},
-          {"traceEvents", std::move(events)},
+  return {{"traceEvents", std::move(events)},
           {"rill",
            {{"format", IntField(inputs[0]["rill"], "format", 1)},
             {"node", "merged"},
@@ -185,10 +187,12 @@ void MergeTraceFiles(const std::string& out_path, const std::vector<std::string>
   for (const std::string& path : in_paths) {
     inputs.push_back(ParseTraceJson(ReadTextFile(path), path));
   }
-  const std::string text = MergeTraces(std::move(inputs), in_paths).dump();
+  const json merged = MergeTraces(std::move(inputs), in_paths);
   std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
   RILL_CHECK(out, kIo, out_path, ": cannot open for writing");
-  out << text << "\n";
+  // traceEvents first: some Perfetto versions stop reading at the first key they do not know.
+  out << "{\"traceEvents\":" << merged["traceEvents"].dump()
+      << ",\n\"rill\":" << merged["rill"].dump() << "}\n";
   out.close();
   RILL_CHECK(out, kIo, out_path, ": write failed");
 }
