@@ -110,6 +110,13 @@ std::string DefaultTemplate() {
   if (const char* env = std::getenv("RILL_VISUALIZER_HTML"); env != nullptr && *env != '\0') {
     return env;
   }
+  // An installed rill: <prefix>/bin/rill finds <prefix>/share/rill/visualizer/index.html.
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share/rill/visualizer/index.html";
+    if (std::filesystem::is_regular_file(installed, ec)) return installed.string();
+  }
   return RILL_VISUALIZER_HTML;
 }
 
