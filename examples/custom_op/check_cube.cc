@@ -1,10 +1,10 @@
 // Loads the cube plugin, builds loss = mean(cube(x)), appends the backward
 // pass, and checks d loss / d x against central finite differences.
 // Usage: check_cube path/to/libcube_op.so
+#include <rill/rill.h>
+
 #include <cmath>
 #include <cstdio>
-
-#include <rill/rill.h>
 
 using namespace rill;
 
