@@ -2,8 +2,10 @@
 # Installs the build in ${RILL_BUILD_DIR:-build} to a temporary prefix and uses
 # it from outside the tree: builds examples/custom_op with find_package(Rill)
 # and runs its gradient check, runs the installed `rill` with the plugin on a
-# program file, compiles the check again with pkg-config, and embeds a trace
-# in the installed visualizer page (when it was built).
+# program file, compiles the check again with pkg-config, builds and runs the
+# embedding trainer (examples/embedding: the loss goes down, it resumes from
+# its checkpoint, it traces a step), and embeds a trace in the installed
+# visualizer page (when it was built).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${RILL_BUILD_DIR:-build}
@@ -42,6 +44,25 @@ g++ examples/custom_op/check_cube.cc $(pkg-config --cflags --libs rill) \
   -Wl,-rpath,"$prefix/lib" -o "$work/check_cube_pc"
 "$work/check_cube_pc" "$plugin" >/dev/null
 echo "pkg-config build: ok"
+
+# A trainer embedding Rill: its loss goes down, it resumes from its checkpoint.
+cmake -S examples/embedding -B "$work/embedding" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
+cmake --build "$work/embedding" -j "${RILL_JOBS:-2}" >/dev/null
+first=$("$work/embedding/blob_trainer" --steps 60 --dir "$work/run")
+echo "$first"
+again=$("$work/embedding/blob_trainer" --steps 120 --dir "$work/run" --resume)
+echo "$again"
+python3 - "$first" "$again" <<'PY'
+import re, sys
+first, again = sys.argv[1], sys.argv[2]
+start, end = map(float, re.search(r"loss ([\d.]+) -> ([\d.]+)", first).groups())
+assert end < 0.5 * start, f"the loss did not go down: {start} -> {end}"
+assert "resumed from step 60" in again, again
+resumed_start = float(re.search(r"loss ([\d.]+) ->", again).group(1))
+assert resumed_start < 0.5 * start, f"the resumed run starts from scratch: {resumed_start}"
+PY
+"$prefix/bin/rill" trace summarize "$work/run/last_step_trace.json" | tail -1
 
 if [[ -f $prefix/share/rill/visualizer/index.html ]]; then
   page=$("$prefix/bin/rill" trace view "$work/cube_trace.json")

@@ -136,6 +136,14 @@ void WriteCriticalPath(const Summary& s, std::ostream& out) {
                   p.iteration_us / 1000);
   }
   out << Format("; kernels %.3f ms, waits %.3f ms\n", p.kernels_us / 1000, p.waits_us / 1000);
+  if (p.iteration_us >= 0 && !p.steps.empty()) {
+    // What the path does not cover: starting the iteration (binding feeds, waking
+    // streams) before its first op, finishing it (merging fetches) after its last.
+    const CriticalPathStep& last = p.steps.back();
+    out << Format("outside the path: %.3f ms before its first op, %.3f ms after its last\n",
+                  p.steps.front().start_us / 1000,
+                  (p.iteration_us - last.start_us - last.dur_us) / 1000);
+  }
 }
 
 json CriticalPathToJson(const CriticalPath& p) {
