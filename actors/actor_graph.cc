@@ -233,6 +233,7 @@ void ActorGraph::BuildNodes() {
       node.block = true;
       continue;
     }
+    if ((node.actor = FindOpActor(desc.type()))) continue;
     node.kernel = GetOpSchema(desc.type()).FindKernel(place.kind);
     node.fiber = GetOpSchema(desc.type()).blocking();
     if (node.fiber && GetOpSchema(desc.type()).try_kernel()) {
@@ -317,6 +318,7 @@ void ActorGraph::BuildTasks(Slot& slot) {
       case OpNodeKind::kCompute: {
         task.kind = node.block   ? TaskKind::kBlock
                     : node.fiber ? TaskKind::kFiber
+                    : node.actor ? TaskKind::kActor
                                  : TaskKind::kKernel;
         const OpPlacement& placement = plan_.ops[op.op_index];
         const int p = placement.kind == OpPlacement::kOnePlace ? placement.place : op.place;
@@ -397,6 +399,10 @@ void ActorGraph::SpawnActors() {
   std::weak_ptr<ActorGraph> weak = weak_from_this();
   caf::actor_system& system = runtime_->system();
   for (auto& stream : streams_) stream->set_actor(system.spawn<StreamActor>(weak, stream.get()));
+  op_actors_.resize(nodes_.size());
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].actor) op_actors_[n] = system.spawn<OpActorHost>(weak, (*nodes_[n].actor)());
+  }
   if (strategy_.watchdog_timeout.count() <= 0) return;
   watchdog_last_change_ = Clock::now();
   const auto period = std::max(std::chrono::milliseconds(1), strategy_.watchdog_timeout / 4);
@@ -491,6 +497,9 @@ void ActorGraph::Shutdown() {
   }
   for (auto& s : streams_) {
     if (s->actor()) caf::anon_send_exit(s->actor(), caf::exit_reason::user_shutdown);
+  }
+  for (auto& actor : op_actors_) {
+    if (actor) caf::anon_send_exit(actor, caf::exit_reason::user_shutdown);
   }
   if (watchdog_) caf::anon_send_exit(watchdog_, caf::exit_reason::user_shutdown);
 }

@@ -44,6 +44,7 @@
 #include "actors/block_runner.h"
 #include "actors/execution_strategy.h"
 #include "actors/iteration_stats.h"
+#include "actors/op_actor.h"
 #include "actors/place_io.h"
 #include "actors/runtime.h"
 #include "actors/stream.h"
@@ -108,6 +109,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void OnWake(Stream& stream);
   // The watchdog's periodic look at the iterations in flight.
   void WatchdogTick();
+  // A custom op actor got its ready message: runs it; its done completes the node.
+  void RunActorOp(Task* task, OpActor& op);
 
   // Whether the last iteration begun is being recorded.
   bool traced() const { return trace_ != nullptr && trace_->on(); }
@@ -126,11 +129,12 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     int feed_index = -1;        // for feed nodes: index into the slot's feed values
     int collective = -1;        // for collectives: index into collectives_
     std::vector<int> releases;  // releasable variables this node is a reader (or producer) of
-    std::vector<int> cross_stream_producers;  // streams of predecessors on other streams
-    const KernelFn* kernel = nullptr;         // nullptr for feed nodes and collectives
-    bool block = false;                       // run by a BlockRunner
-    bool fiber = false;                       // a Blocking() op: runs on a fiber
-    const TryKernelFn* try_kernel = nullptr;  // a Blocking() op's inline attempt
+    std::vector<int> cross_stream_producers;      // streams of predecessors on other streams
+    const KernelFn* kernel = nullptr;             // nullptr for feed nodes and collectives
+    bool block = false;                           // run by a BlockRunner
+    bool fiber = false;                           // a Blocking() op: runs on a fiber
+    std::shared_ptr<const OpActorFactory> actor;  // a custom op actor's (op_actor.h)
+    const TryKernelFn* try_kernel = nullptr;      // a Blocking() op's inline attempt
   };
   // One gradient merge: its node and what it merges.
   struct Collective {
@@ -302,6 +306,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // -- block ops (parallel_do) ---------------------------------------------------
   void BuildBlockRunners(Slot& slot);
   void StartBlock(Task* task, Slot& slot, uint32_t generation);
+  // Sends a custom op actor its ready message.
+  void StartActorOp(Task* task, Slot& slot);
   void MergeSparse(const Collective& c, size_t member, Slot& slot);
 
   // -- fibers (actor_graph_fibers.cc) ------------------------------------------
@@ -361,7 +367,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::counting_semaphore<1 << 20> free_slots_{0};
   std::mutex slot_mutex_;  // picking a free slot
   std::atomic<int> in_flight_{0};
-  std::atomic<int> blocks_running_{0};       // block ops started and not yet done
+  std::atomic<int> blocks_running_{0};       // block and custom-actor ops started and not yet done
+  std::vector<caf::actor> op_actors_;        // by node: the custom op actors
   std::atomic<int> fibers_running_{0};       // fiber ops and go blocks started and not yet done
   std::atomic<uint64_t> fiber_progress_{0};  // ops finished on fibers (for the watchdog)
   std::atomic<bool> shut_down_{false};

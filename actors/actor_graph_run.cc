@@ -1,8 +1,10 @@
 // One iteration of an ActorGraph: beginning it (slot, feeds), running tasks
 // on streams, passing readiness on, finishing (fetches) or failing it.
+#include <caf/send.hpp>
 #include <thread>
 
 #include "actors/actor_graph.h"
+#include "actors/messages.h"
 #include "actors/trace_context.h"
 #include "runtime/op_desc.h"
 
@@ -397,6 +399,8 @@ void ActorGraph::Dispatch(Task* task, Stream* from) {
   } else if (task->kind == TaskKind::kFiber) {
     Slot& slot = *slots_[task->slot];
     StartFiber(task, slot, task->countdown.generation());
+  } else if (task->kind == TaskKind::kActor) {
+    StartActorOp(task, *slots_[task->slot]);
   } else if (from != nullptr && task->stream == from->id()) {
     from->PushLocal(task);
   } else {
@@ -424,6 +428,42 @@ void ActorGraph::StartBlock(Task* task, Slot& slot, uint32_t generation) {
     Complete(task, slot, generation, nullptr);  // may end the iteration: the slot is not ours after
     if (traced) CurrentTrace() = {};
   });
+}
+
+void ActorGraph::StartActorOp(Task* task, Slot& slot) {
+  if (slot.cancelled.load(std::memory_order_relaxed)) {
+    Complete(task, slot, task->countdown.generation(), nullptr);
+    return;
+  }
+  blocks_running_.fetch_add(1, std::memory_order_acq_rel);
+  caf::anon_send(op_actors_[task->node], run_op_atom::value, reinterpret_cast<uint64_t>(task));
+}
+
+void ActorGraph::RunActorOp(Task* task, OpActor& op) {
+  Slot& slot = *slots_[task->slot];
+  const uint32_t generation = task->countdown.generation();
+  const bool traced = slot.traced;
+  const int64_t began = traced ? TraceRecorder::Now() : 0;
+  auto called = std::make_shared<std::atomic<bool>>(false);
+  OpDone done = [self = shared_from_this(), task, &slot, generation, traced, began,
+                 called](std::exception_ptr error) {
+    if (called->exchange(true)) return;  // once per run
+    if (error) self->RunOrFail(slot, task->node, [&error] { std::rethrow_exception(error); });
+    self->blocks_running_.fetch_sub(1, std::memory_order_acq_rel);
+    if (traced) {
+      self->TraceSpan(TraceEventKind::kKernel, self->trace_lane(task->node), task->node, -1, began,
+                      slot);
+    }
+    self->Complete(task, slot, generation, nullptr);  // may end the iteration
+    if (traced) CurrentTrace() = {};
+  };
+  if (traced) CurrentTrace() = {trace_, trace_lane(task->node), trace_graph_, slot.iteration, 0};
+  try {
+    op.Run(*task->context, done);
+  } catch (...) {
+    done(std::current_exception());
+  }
+  if (traced) CurrentTrace() = {};  // done may come later, from elsewhere
 }
 
 // Debugging strategy: before a consumer runs, each stream it depends on must

@@ -2,6 +2,7 @@
 
 #include "actors/actor_graph.h"
 #include "actors/messages.h"
+#include "actors/op_actor.h"
 
 namespace rill {
 
@@ -12,6 +13,16 @@ StreamActor::StreamActor(caf::actor_config& config, std::weak_ptr<ActorGraph> gr
 caf::behavior StreamActor::make_behavior() {
   return {[this](wake_atom) {
     if (auto graph = graph_.lock()) graph->OnWake(*stream_);
+  }};
+}
+
+OpActorHost::OpActorHost(caf::actor_config& config, std::weak_ptr<ActorGraph> graph,
+                         std::unique_ptr<OpActor> op)
+    : caf::event_based_actor(config), graph_(std::move(graph)), op_(std::move(op)) {}
+
+caf::behavior OpActorHost::make_behavior() {
+  return {[this](run_op_atom, uint64_t task) {
+    if (auto graph = graph_.lock()) graph->RunActorOp(reinterpret_cast<Task*>(task), *op_);
   }};
 }
 

@@ -12,6 +12,7 @@
 namespace rill {
 
 class ActorGraph;
+class OpActor;
 class Stream;
 
 class StreamActor : public caf::event_based_actor {
@@ -22,6 +23,18 @@ class StreamActor : public caf::event_based_actor {
  private:
   std::weak_ptr<ActorGraph> graph_;
   Stream* stream_;  // owned by the graph
+};
+
+// Hosts a custom op actor (op_actor.h) for one op node.
+class OpActorHost : public caf::event_based_actor {
+ public:
+  OpActorHost(caf::actor_config& config, std::weak_ptr<ActorGraph> graph,
+              std::unique_ptr<OpActor> op);
+  caf::behavior make_behavior() override;
+
+ private:
+  std::weak_ptr<ActorGraph> graph_;
+  std::unique_ptr<OpActor> op_;
 };
 
 class WatchdogActor : public caf::event_based_actor {

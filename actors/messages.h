@@ -11,5 +11,7 @@ namespace rill {
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
 // To the watchdog: time to look at the iterations in flight.
 using tick_atom = caf::atom_constant<caf::atom("tick")>;
+// To a custom op actor: the op's inputs are ready (with the task, as an address).
+using run_op_atom = caf::atom_constant<caf::atom("runop")>;
 
 }  // namespace rill

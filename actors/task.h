@@ -22,6 +22,7 @@ enum class TaskKind : uint8_t {
   kChunk,       // one place's part of a merge, run on that place's stream
   kBlock,       // a block op (parallel_do): started where it becomes ready, ends later
   kFiber,       // a Blocking() op (channels, while, select): its kernel runs on a fiber
+  kActor,       // a custom op actor (op_actor.h): sent a message, ends when it says done
 };
 
 struct alignas(64) Task {
