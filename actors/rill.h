@@ -10,6 +10,7 @@
 //   InputPipeline, BatchSource      feeding batches from decoder threads
 //   TraceRecorder                   what the actors did (actors/trace_recorder.h)
 //   OpSchema, RILL_PLUGIN, LoadPlugin  ops of your own (runtime/plugin.h)
+//   OpActor, RegisterOpActor        ops run by actors of your own (actors/op_actor.h)
 //   SaveCheckpoint, LoadCheckpoint  persistable variables to a file
 //   Version(), RILL_VERSION_STRING  the library's version and the one compiled against
 #pragma once
@@ -17,6 +18,7 @@
 #include "actors/channel.h"
 #include "actors/execution_strategy.h"
 #include "actors/input_pipeline.h"
+#include "actors/op_actor.h"
 #include "actors/parallel_executor.h"
 #include "actors/select.h"
 #include "actors/trace_recorder.h"
@@ -32,5 +34,6 @@
 #include "runtime/plugin.h"
 #include "runtime/program.h"
 #include "runtime/scope.h"
+#include "runtime/shape_context.h"
 #include "runtime/tensor.h"
 #include "runtime/version.h"

@@ -45,7 +45,8 @@ g++ examples/custom_op/check_cube.cc $(pkg-config --cflags --libs rill) \
 "$work/check_cube_pc" "$plugin" >/dev/null
 echo "pkg-config build: ok"
 
-# A trainer embedding Rill: its loss goes down, it resumes from its checkpoint.
+# A trainer embedding Rill: its loss goes down, it resumes from its checkpoint,
+# it reads what its own op actor (grad_norm) publishes.
 cmake -S examples/embedding -B "$work/embedding" -DCMAKE_PREFIX_PATH="$prefix" \
   -DCMAKE_CXX_FLAGS="-Wall -Wextra -Werror" >/dev/null
 cmake --build "$work/embedding" -j "${RILL_JOBS:-2}" >/dev/null
@@ -59,10 +60,12 @@ first, again = sys.argv[1], sys.argv[2]
 start, end = map(float, re.search(r"loss ([\d.]+) -> ([\d.]+)", first).groups())
 assert end < 0.5 * start, f"the loss did not go down: {start} -> {end}"
 assert "resumed from step 60" in again, again
+norms = [float(n) for n in re.findall(r"gradient norm ([\d.]+)", first)]
+assert len(norms) == 3 and all(n > 0 for n in norms), f"the op actor's norms did not arrive: {first}"
 resumed_start = float(re.search(r"loss ([\d.]+) ->", again).group(1))
 assert resumed_start < 0.5 * start, f"the resumed run starts from scratch: {resumed_start}"
 PY
-"$prefix/bin/rill" trace summarize "$work/run/last_step_trace.json" | tail -1
+"$prefix/bin/rill" trace summarize "$work/run/last_step_trace.json" | tail -2
 
 if [[ -f $prefix/share/rill/visualizer/index.html ]]; then
   page=$("$prefix/bin/rill" trace view "$work/cube_trace.json")

@@ -1,12 +1,16 @@
 // A trainer of one's own with Rill inside: its own data (three Gaussian blobs
 // in the plane, drawn as it goes), its own loop on the actor executor over two
 // places, a checkpoint every N steps (parameters, Adam's state and the step
-// reached), resuming from the last one, and a trace of one step.
+// reached), resuming from the last one, a trace of one step, and an op of its
+// own run by an actor of its own: grad_norm watches the gradients and
+// publishes their norm on a channel the loop reads.
 //
 //   blob_trainer --steps 60 --dir run            # trains, checkpoints at 20, 40, 60
 //   blob_trainer --steps 120 --dir run --resume  # goes on from step 60
 #include <rill/rill.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -42,6 +46,32 @@ class Blobs {
 
  private:
   std::mt19937_64 gen_;
+};
+
+// grad_norm: no kernel; an op actor computes the gradients' global norm, keeps
+// the largest seen (state across steps) and publishes each step's norm.
+void GradNormShape(ShapeContext& ctx) { ctx.SetOutput("Out", {1}, DataType::kFloat32); }
+
+class GradNormActor : public OpActor {
+ public:
+  explicit GradNormActor(std::shared_ptr<Channel<float>> out) : out_(std::move(out)) {}
+  void Run(KernelContext& ctx, OpDone done) override {
+    double sum = 0;
+    for (int i = 0; i < ctx.InputCount("X"); ++i) {
+      const Tensor& g = ctx.Input("X", i);
+      for (int64_t k = 0; k < g.numel(); ++k) sum += g.GetAsDouble(k) * g.GetAsDouble(k);
+    }
+    float norm = static_cast<float>(std::sqrt(sum));
+    largest_ = std::max(largest_, norm);
+    ctx.Output("Out")->Allocate(DataType::kFloat32, {1});
+    ctx.Output("Out")->mutable_data<float>()[0] = largest_;
+    (void)out_->TrySend(norm);  // a full channel drops the reading: the loop is not kept waiting
+    done(nullptr);
+  }
+
+ private:
+  std::shared_ptr<Channel<float>> out_;
+  float largest_ = 0;
 };
 
 struct Options {
@@ -85,7 +115,18 @@ int main(int argc, char** argv) try {
   Var label = b.Data("label", {-1, 1}, DataType::kInt64);
   Var logits = b.Fc(b.Fc(x, 32, Activation::kRelu), kClasses);
   Var loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, label));
-  Adam(0.01f).Minimize(b, loss);
+  std::vector<Var> grads;
+  for (const ParamGrad& pg : Adam(0.01f).Minimize(b, loss)) grads.push_back(b.Lookup(pg.grad));
+
+  // The op of our own, run by our actor, reading every gradient.
+  RegisterOp(OpSchema("grad_norm")
+                 .Doc("Out = the largest global gradient norm so far (run by an op actor).")
+                 .Input("X", "the gradients", kDuplicable | kNoGradient)
+                 .Output("Out", "the largest norm so far", kNoGradient)
+                 .InferShape(GradNormShape));
+  auto norms = std::make_shared<Channel<float>>(/*capacity=*/1024);
+  RegisterOpActor("grad_norm", [norms] { return std::make_unique<GradNormActor>(norms); });
+  Var largest = b.AppendOp("grad_norm", {{"X", grads}}, {{"Out", 1}})[0];
 
   Scope scope;
   Executor().Run(startup.desc(), &scope);
@@ -108,8 +149,20 @@ int main(int argc, char** argv) try {
   for (; step < opt.steps; ++step) {
     const bool traced = step == opt.steps - 1;
     if (traced) trace->Start();
-    last = exe.Run(data.Next(), {loss.name})[0].GetAsDouble(0);
+    const auto out = exe.Run(data.Next(), {loss.name, largest.name});
+    last = out[0].GetAsDouble(0);
     if (traced) trace->Stop();
+    // What the op actor published (one reading per place and step).
+    float norm = 0, mean = 0;
+    int readings = 0;
+    while (norms->TryRecv(&norm) == ChannelStatus::kOk) {
+      mean += norm;
+      ++readings;
+    }
+    if ((step + 1) % opt.checkpoint_every == 0 && readings > 0) {
+      std::printf("step %d: loss %.4f, gradient norm %.4f (largest so far %.4f)\n", step + 1, last,
+                  mean / static_cast<float>(readings), out[1].GetAsDouble(0));
+    }
     if (first < 0) first = last;
     if ((step + 1) % opt.checkpoint_every == 0 || step + 1 == opt.steps) {
       SaveCheckpoint(main.desc(), scope, checkpoint);
