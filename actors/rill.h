@@ -1,5 +1,6 @@
 // Rill's public API in one include, for a trainer that embeds Rill or a
-// plugin that adds ops (installed as <rill/rill.h>):
+// plugin that adds ops (installed as <rill/rill.h>; the installed tree holds
+// this and the headers it includes, nothing of the executor's internals):
 //
 //   Program, Builder, Var           build a program (runtime/program.h, runtime/builder.h)
 //   append_backward, optimizers     Adam(1e-3).Minimize(builder, loss) (runtime/optimizer.h)

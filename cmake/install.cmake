@@ -1,5 +1,5 @@
-# `cmake --install`: the shared library, its headers under include/rill (the
-# tree's own layout, plus the umbrella <rill/rill.h>), the rill command, the
+# `cmake --install`: the shared library, its public headers under include/rill
+# (<rill/rill.h> and what it includes, in the tree's layout), the rill command, the
 # visualizer page, a CMake package (find_package(Rill) -> Rill::rill) and a
 # pkg-config file.
 include(GNUInstallDirs)
@@ -8,15 +8,31 @@ include(CMakePackageConfigHelpers)
 install(TARGETS rill EXPORT RillTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(TARGETS rill_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 set_target_properties(rill_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
-foreach(dir runtime actors ops)
-  install(DIRECTORY ${dir}/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/${dir}
-          FILES_MATCHING PATTERN "*.h")
+# The public API is <rill/rill.h>; only the headers it reaches are installed
+# (`g++ -MM -I. -Ibuild actors/rill.h`), so the executor's internals — the
+# actor graph, streams, tasks, the ops — stay out of the installed tree.
+# tools/check_install.sh builds the examples against it: a header missing
+# here fails there.
+set(RILL_PUBLIC_HEADERS
+    actors/channel.h actors/channel_waiter.h actors/execution_strategy.h
+    actors/input_pipeline.h actors/iteration_stats.h actors/op_actor.h
+    actors/parallel_executor.h actors/place_io.h actors/runtime.h actors/select.h
+    actors/trace_recorder.h actors/wait_group.h
+    runtime/backward.h runtime/builder.h runtime/data_type.h runtime/error.h runtime/executor.h
+    runtime/graph/data_parallel.h runtime/graph/ssa_graph.h runtime/io/checkpoint.h
+    runtime/io/program_io.h runtime/kernel_context.h runtime/op_desc.h runtime/op_registry.h
+    runtime/op_schema.h runtime/optimizer.h runtime/place.h runtime/plugin.h runtime/program.h
+    runtime/run_context.h runtime/scope.h runtime/selected_rows.h runtime/shape.h
+    runtime/shape_context.h runtime/tensor.h runtime/thread_run_context.h)
+foreach(header IN LISTS RILL_PUBLIC_HEADERS)
+  get_filename_component(dir ${header} DIRECTORY)
+  install(FILES ${header} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/${dir})
 endforeach()
 install(FILES actors/rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill)
 install(FILES ${PROJECT_BINARY_DIR}/runtime/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/runtime)
-install(DIRECTORY ${PROJECT_BINARY_DIR}/proto/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/proto
-        FILES_MATCHING PATTERN "*.pb.h")
+install(FILES ${PROJECT_BINARY_DIR}/proto/program.pb.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/proto)
 if(TARGET visualizer)
   install(FILES ${PROJECT_BINARY_DIR}/tools/visualizer/index.html
           DESTINATION ${CMAKE_INSTALL_DATADIR}/rill/visualizer)
