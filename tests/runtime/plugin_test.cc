@@ -33,15 +33,15 @@ TEST(PluginTest, ACustomOpRunsFromTheBuilderAndAProgramFile) {
   const std::vector<std::string> types = LoadPlugin(RILL_CUBE_PLUGIN);
   // Empty when another test of this process loaded it first.
   if (!types.empty()) {
-    EXPECT_EQ(types, (std::vector<std::string>{"plugin_cube", "plugin_cube_grad"}));
+    EXPECT_EQ(types, (std::vector<std::string>{"cube", "cube_grad"}));
   }
   EXPECT_TRUE(LoadPlugin(RILL_CUBE_PLUGIN).empty()) << "a second load does nothing";
-  ASSERT_NE(FindOpSchema("plugin_cube"), nullptr);
+  ASSERT_NE(FindOpSchema("cube"), nullptr);
 
   Program main, startup;
   Builder b(&main, &startup);
   Var x = b.Data("x", {-1, 3});
-  Var y = b.AppendOp("plugin_cube", {{"X", {x}}}, {{"Out", 1}})[0];
+  Var y = b.AppendOp("cube", {{"X", {x}}}, {{"Out", 1}})[0];
   Tensor input = testing::MakeTensor<float>({1, 3}, {1, -2, 0.5f});
   Executor exe;
   Scope scope;
@@ -57,7 +57,7 @@ TEST(PluginTest, ACustomOpRunsFromTheBuilderAndAProgramFile) {
 
 TEST(PluginTest, TheCustomOpsGradientMatchesFiniteDifferences) {
   LoadPlugin(RILL_CUBE_PLUGIN);
-  testing::GradientCheck("plugin_cube")
+  testing::GradientCheck("cube")
       .Input("X", testing::RandomTensor({2, 3}, 7, -1.0, 1.0, DataType::kFloat64))
       .Output("Out")
       .Run();

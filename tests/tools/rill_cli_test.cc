@@ -349,7 +349,7 @@ blocks {
   idx: 0 parent_idx: -1
   vars { name: "x" kind: DENSE_TENSOR dtype: FLOAT32 shape: [2] stop_gradient: true }
   vars { name: "y" kind: DENSE_TENSOR dtype: FLOAT32 shape: [2] }
-  ops { type: "plugin_cube" inputs { name: "X" vars: "x" } outputs { name: "Out" vars: "y" } }
+  ops { type: "cube" inputs { name: "X" vars: "x" } outputs { name: "Out" vars: "y" } }
 }
 )prog");
   WriteNpy(Path("x.npy"), MakeTensor<float>({2}, {2, -3}));
@@ -359,7 +359,7 @@ blocks {
   EXPECT_TRUE(Contains(r.output, "y: float32[2] = [8, -27]")) << r.output;
   r = Rill({"run", "cube.pbtxt", "--feed", "x=x.npy", "--fetch", "y"});
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_TRUE(Contains(r.output, "plugin_cube")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "cube")) << r.output;
   r = Rill({"--plugin", "missing.so", "validate", "cube.pbtxt"});
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_TRUE(Contains(r.output, "plugin \"missing.so\": no such file")) << r.output;
