@@ -308,6 +308,13 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void StartBlock(Task* task, Slot& slot, uint32_t generation);
   // Sends a custom op actor its ready message.
   void StartActorOp(Task* task, Slot& slot);
+  // Ops that end later than they start (block ops, custom op actors): counted
+  // in blocks_running_ from Begin (false: the iteration is cancelled, the node
+  // completed at once) to End, which fails the iteration on `error`, records
+  // the op's span from `began` when traced, and completes the node.
+  bool BeginAsyncOp(Task* task, Slot& slot, uint32_t generation);
+  void EndAsyncOp(Task* task, Slot& slot, uint32_t generation, bool traced, int64_t began,
+                  std::exception_ptr error);
   void MergeSparse(const Collective& c, size_t member, Slot& slot);
 
   // -- fibers (actor_graph_fibers.cc) ------------------------------------------

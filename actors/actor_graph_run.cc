@@ -410,32 +410,38 @@ void ActorGraph::Dispatch(Task* task, Stream* from) {
 
 // A block op is handed to its runner; it completes when the runner's places
 // have all finished (on whichever thread finishes last).
-void ActorGraph::StartBlock(Task* task, Slot& slot, uint32_t generation) {
+bool ActorGraph::BeginAsyncOp(Task* task, Slot& slot, uint32_t generation) {
   if (slot.cancelled.load(std::memory_order_relaxed)) {
     Complete(task, slot, generation, nullptr);
-    return;
+    return false;
   }
   blocks_running_.fetch_add(1, std::memory_order_acq_rel);
+  return true;
+}
+
+void ActorGraph::EndAsyncOp(Task* task, Slot& slot, uint32_t generation, bool traced, int64_t began,
+                            std::exception_ptr error) {
+  if (error) RunOrFail(slot, task->node, [&error] { std::rethrow_exception(error); });
+  blocks_running_.fetch_sub(1, std::memory_order_acq_rel);
+  if (traced) {
+    TraceSpan(TraceEventKind::kKernel, trace_lane(task->node), task->node, -1, began, slot);
+  }
+  Complete(task, slot, generation, nullptr);  // may end the iteration: the slot is not ours after
+  if (traced) CurrentTrace() = {};
+}
+
+void ActorGraph::StartBlock(Task* task, Slot& slot, uint32_t generation) {
+  if (!BeginAsyncOp(task, slot, generation)) return;
   BlockRunner* runner = slot.block_runners[task->node].get();
   const bool traced = slot.traced;
   const int64_t began = traced ? TraceRecorder::Now() : 0;
   runner->Start([this, task, &slot, generation, traced, began](std::exception_ptr error) {
-    if (error) RunOrFail(slot, task->node, [&error] { std::rethrow_exception(error); });
-    blocks_running_.fetch_sub(1, std::memory_order_acq_rel);
-    if (traced) {
-      TraceSpan(TraceEventKind::kKernel, trace_lane(task->node), task->node, -1, began, slot);
-    }
-    Complete(task, slot, generation, nullptr);  // may end the iteration: the slot is not ours after
-    if (traced) CurrentTrace() = {};
+    EndAsyncOp(task, slot, generation, traced, began, error);
   });
 }
 
 void ActorGraph::StartActorOp(Task* task, Slot& slot) {
-  if (slot.cancelled.load(std::memory_order_relaxed)) {
-    Complete(task, slot, task->countdown.generation(), nullptr);
-    return;
-  }
-  blocks_running_.fetch_add(1, std::memory_order_acq_rel);
+  if (!BeginAsyncOp(task, slot, task->countdown.generation())) return;
   caf::anon_send(op_actors_[task->node], run_op_atom::value, reinterpret_cast<uint64_t>(task));
 }
 
@@ -448,14 +454,7 @@ void ActorGraph::RunActorOp(Task* task, OpActor& op) {
   OpDone done = [self = shared_from_this(), task, &slot, generation, traced, began,
                  called](std::exception_ptr error) {
     if (called->exchange(true)) return;  // once per run
-    if (error) self->RunOrFail(slot, task->node, [&error] { std::rethrow_exception(error); });
-    self->blocks_running_.fetch_sub(1, std::memory_order_acq_rel);
-    if (traced) {
-      self->TraceSpan(TraceEventKind::kKernel, self->trace_lane(task->node), task->node, -1, began,
-                      slot);
-    }
-    self->Complete(task, slot, generation, nullptr);  // may end the iteration
-    if (traced) CurrentTrace() = {};
+    self->EndAsyncOp(task, slot, generation, traced, began, error);
   };
   if (traced) CurrentTrace() = {trace_, trace_lane(task->node), trace_graph_, slot.iteration, 0};
   try {

@@ -152,9 +152,7 @@ void ActorGraph::TraceSpan(TraceEventKind kind, int lane, int node, int stream_i
 
 void ActorGraph::TraceSends(const Task& task, const Slot& slot) {
   const int from = trace_lanes_[static_cast<size_t>(task.node)];
-  const TraceContext& context = CurrentTrace();
-  const int64_t sent = context.lane == from && context.kernel_end_ns > 0 ? context.kernel_end_ns - 1
-                                                                         : TraceRecorder::Now();
+  const int64_t sent = TraceSendTime(CurrentTrace(), from);
   const int32_t first = successor_begin_[static_cast<size_t>(task.node)];
   for (int32_t i = 0; i < task.successor_count; ++i) {
     const size_t edge = static_cast<size_t>(first + i);

@@ -16,8 +16,7 @@ void Stream::Wake() {
     e.kind = TraceEventKind::kMessage;
     e.sub = static_cast<uint8_t>(MessageKind::kWake);
     e.id = trace_->NextMessageId();
-    e.begin_ns = e.end_ns =
-        context.kernel_end_ns > 0 ? context.kernel_end_ns - 1 : TraceRecorder::Now();
+    e.begin_ns = e.end_ns = TraceSendTime(context, context.lane);
     e.lane = context.lane;
     e.peer = trace_lane_;
     e.iteration = context.iteration;

@@ -7,6 +7,11 @@ TraceContext& CurrentTrace() {
   return context;
 }
 
+int64_t TraceSendTime(const TraceContext& context, int lane) {
+  return context.lane == lane && context.kernel_end_ns > 0 ? context.kernel_end_ns - 1
+                                                           : TraceRecorder::Now();
+}
+
 TraceWait::TraceWait(WaitKind kind, const std::string& what)
     : context_(CurrentTrace()), kind_(kind) {
   if (context_.recorder == nullptr) return;

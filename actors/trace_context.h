@@ -21,6 +21,11 @@ struct TraceContext {
 
 TraceContext& CurrentTrace();
 
+// When a message `lane` sends now leaves, for the trace: 1 ns before the end of
+// the kernel the thread just ran on that lane (so viewers bind the arrow to
+// that kernel), else now.
+int64_t TraceSendTime(const TraceContext& context, int lane);
+
 // Sets the thread's context for a scope and empties it after (fibers share a
 // thread: the next body sets its own).
 class ScopedTraceContext {
