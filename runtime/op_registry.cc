@@ -23,12 +23,9 @@ Registry& GlobalRegistry() {
 }  // namespace
 
 bool RegisterOp(OpSchema schema) {
-  Registry& r = GlobalRegistry();
-  std::lock_guard lock(r.mutex);
-  const std::string type = schema.type();
-  RILL_CHECK(!r.schemas.count(type), kInvalidArgument, "op type \"", type,
-             "\" is registered twice");
-  r.schemas[type] = std::make_unique<OpSchema>(std::move(schema));
+  std::vector<OpSchema> one;
+  one.push_back(std::move(schema));
+  RegisterOps(std::move(one));
   return true;
 }
 
