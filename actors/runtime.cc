@@ -3,6 +3,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/atom.hpp>
+#include <caf/io/middleman.hpp>
 #include <mutex>
 #include <thread>
 
@@ -12,12 +13,13 @@ namespace rill {
 
 struct Runtime::Impl {
   struct Config : caf::actor_system_config {
-    explicit Config(int threads) {
+    Config(int threads, bool network) {
       set("scheduler.max-threads", threads);
       set("scheduler.policy", caf::atom("sharing"));
+      if (network) load<caf::io::middleman>();
     }
   };
-  explicit Impl(int threads) : config(threads), system(config) {}
+  Impl(int threads, bool network) : config(threads, network), system(config) {}
 
   Config config;  // declared first: the system keeps a reference to it
   caf::actor_system system;
@@ -31,9 +33,11 @@ int Runtime::HardwareThreads() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-Runtime::Runtime(int threads, int fiber_threads)
-    : threads_(threads > 0 ? threads : HardwareThreads()), fiber_threads_(fiber_threads) {
-  impl_ = std::make_unique<Impl>(threads_);
+Runtime::Runtime(int threads, int fiber_threads, bool network)
+    : threads_(threads > 0 ? threads : HardwareThreads()),
+      fiber_threads_(fiber_threads),
+      network_(network) {
+  impl_ = std::make_unique<Impl>(threads_, network_);
 }
 
 Runtime::~Runtime() {

@@ -20,14 +20,18 @@ class FiberPool;
 class Runtime {
  public:
   // `threads` scheduler threads (0: the machine's cores) and `fiber_threads`
-  // threads in the fiber pool.
-  explicit Runtime(int threads = 0, int fiber_threads = 1);
+  // threads in the fiber pool. With `network`, CAF's middleman (its TCP layer
+  // and a thread of its own) is loaded, for the actors that talk to other
+  // processes (parameter servers, send and recv).
+  explicit Runtime(int threads = 0, int fiber_threads = 1, bool network = false);
   ~Runtime();
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
   caf::actor_system& system();
   int threads() const { return threads_; }
+  // Whether the middleman is loaded (constructed with `network`).
+  bool network() const { return network_; }
   // The fiber pool, started on the first call.
   FiberPool& fibers();
 
@@ -39,6 +43,7 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
   int threads_;
   int fiber_threads_;
+  bool network_;
 };
 
 }  // namespace rill
