@@ -12,6 +12,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kInternal: return "internal error";
     case ErrorCode::kIo: return "i/o error";
     case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kUnavailable: return "unavailable";
   }
   return "error";
 }

@@ -19,6 +19,7 @@ enum class ErrorCode {
   kInternal,         // a broken invariant inside Rill
   kIo,               // reading or writing a file failed
   kTimeout,          // something expected did not happen in time (a stalled iteration, a dead peer)
+  kUnavailable,      // a peer could not be reached, refused us, or was lost
 };
 
 const char* ErrorCodeName(ErrorCode code);

@@ -1,0 +1,78 @@
+// The trainer's side of the wire: `send` and `recv` run as op actors
+// (op_actor.h) on the process's TrainerClient. A send pushes each of its
+// inputs to its server and is done once they are encoded; a recv pulls each
+// of its outputs for the current step and is done when all have arrived —
+// no thread waits meanwhile.
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "actors/op_actor.h"
+#include "actors/trainer_client.h"
+#include "runtime/error.h"
+#include "runtime/kernel_context.h"
+#include "runtime/op_desc.h"
+
+namespace rill {
+namespace {
+
+class SendActor : public OpActor {
+ public:
+  void Run(KernelContext& ctx, OpDone done) override {
+    auto client = TrainerClient::Installed();
+    const auto endpoint = ctx.Attr<std::string>("endpoint");
+    for (int i = 0; i < ctx.InputCount("X"); ++i) {
+      client->Push(endpoint, ctx.InputName("X", i), *ctx.InputVar("X", i));
+    }
+    done(nullptr);
+  }
+};
+
+class RecvActor : public OpActor {
+ public:
+  void Run(KernelContext& ctx, OpDone done) override {
+    auto client = TrainerClient::Installed();
+    const auto endpoint = ctx.Attr<std::string>("endpoint");
+    const std::vector<std::string> names = OutputVars(ctx.op(), "Out");
+    const int count = static_cast<int>(names.size());
+    if (count == 0) return done(nullptr);
+    // Shared by the answers, which come on the link's thread.
+    struct Pending {
+      std::atomic<int> left;
+      std::mutex mutex;
+      std::exception_ptr error;
+      OpDone done;
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->left = count;
+    pending->done = std::move(done);
+    for (int i = 0; i < count; ++i) {
+      Tensor* out = ctx.Output("Out", i);
+      client->Pull(endpoint, names[static_cast<size_t>(i)], client->step(),
+                   [pending, out](Tensor value, std::exception_ptr error) {
+                     if (error) {
+                       std::lock_guard<std::mutex> lock(pending->mutex);
+                       if (!pending->error) pending->error = error;
+                     } else {
+                       *out = std::move(value);
+                     }
+                     if (pending->left.fetch_sub(1) != 1) return;
+                     std::exception_ptr first;
+                     {
+                       std::lock_guard<std::mutex> lock(pending->mutex);
+                       first = pending->error;
+                     }
+                     pending->done(first);
+                   });
+    }
+  }
+};
+
+const bool registered = [] {
+  RegisterOpActor("send", [] { return std::make_unique<SendActor>(); });
+  RegisterOpActor("recv", [] { return std::make_unique<RecvActor>(); });
+  return true;
+}();
+
+}  // namespace
+}  // namespace rill

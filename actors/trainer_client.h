@@ -1,0 +1,95 @@
+// TrainerClient: a trainer's links to its parameter servers (the wire
+// protocol of actors/distributed.md). One link actor per server relays
+// pushes and pulls, answers and sends heartbeats, and watches the server: a
+// lost connection (CAF's down message), a server silent for longer than
+// `peer_timeout` or an ERROR from it fails every pull in flight and every
+// later call with an error naming the server. Nothing waits forever.
+//
+//   auto client = std::make_shared<TrainerClient>(runtime, options);  // HELLO to each
+//   TrainerClient::Install(client);           // the send and recv ops use it
+//   client->set_step(client->start_step() + 1);
+//   exe.Run(...);                             // send pushes, recv pulls
+//   client->Finish();                         // BYE
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/wire.h"
+#include "runtime/scope.h"
+#include "runtime/tensor.h"
+
+namespace rill {
+
+class Runtime;
+
+struct TrainerClientOptions {
+  int trainer_id = 0;
+  std::vector<std::string> pservers;  // HOST:PORT, in server index order
+  std::string token;                  // presented in HELLO; servers with a token refuse others
+  // Servers may start after the trainer: connecting is retried this long.
+  std::chrono::milliseconds connect_timeout{30000};
+  std::chrono::milliseconds heartbeat{500};
+  // A server heard from less recently than this is declared dead.
+  std::chrono::milliseconds peer_timeout{5000};
+  WireLimits limits;
+};
+
+class TrainerClient {
+ public:
+  using PullDone = std::function<void(Tensor value, std::exception_ptr error)>;
+
+  // Connects to every server (the runtime must have the network loaded) and
+  // says HELLO. Throws rill::Error(kUnavailable) naming the server that could
+  // not be reached in time or refused the trainer (bad token, id taken), and
+  // when the servers disagree on the step they are at.
+  TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOptions options);
+  ~TrainerClient();
+  TrainerClient(const TrainerClient&) = delete;
+  TrainerClient& operator=(const TrainerClient&) = delete;
+
+  const TrainerClientOptions& options() const { return options_; }
+  // The servers' step when this trainer connected (0, or a checkpoint's).
+  int64_t start_step() const { return start_step_; }
+  // The step pushes carry from now on.
+  void set_step(int64_t step) { step_.store(step); }
+  int64_t step() const { return step_.load(); }
+
+  // Sends `value` (a dense tensor or selected rows) as gradient `var` of the
+  // current step to the server at `endpoint`. Encodes before returning, so the
+  // caller may overwrite the value. Throws when that server is gone.
+  void Push(const std::string& endpoint, const std::string& var, const Variable& value);
+  // Asks the server for `var` once it has applied step `min_step`; `done`
+  // runs on the link's thread with the value or the error.
+  void Pull(const std::string& endpoint, const std::string& var, int64_t min_step, PullDone done);
+  // Pull, waiting for the answer.
+  Tensor PullNow(const std::string& endpoint, const std::string& var, int64_t min_step);
+
+  // Says BYE to every live server: this trainer is done.
+  void Finish();
+  // The first failure of any link (null while all are healthy).
+  std::exception_ptr failure() const;
+
+  // The client the send and recv ops of this process use.
+  static void Install(std::shared_ptr<TrainerClient> client);
+  // Throws kInvalidArgument when none is installed (an op run outside a trainer).
+  static std::shared_ptr<TrainerClient> Installed();
+
+  struct Link;
+
+ private:
+  Link& LinkFor(const std::string& endpoint);
+
+  std::shared_ptr<Runtime> runtime_;
+  TrainerClientOptions options_;
+  std::vector<std::shared_ptr<Link>> links_;
+  int64_t start_step_ = 0;
+  std::atomic<int64_t> step_{0};
+};
+
+}  // namespace rill
