@@ -1,0 +1,148 @@
+// Network helpers: endpoints parse or are refused clearly; an actor published
+// by one actor system answers wire bytes sent by another over loopback;
+// connecting where nothing listens fails in bounded time naming the endpoint.
+#include "actors/network.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <chrono>
+#include <cstring>
+
+#include "actors/runtime.h"
+#include "actors/wire.h"
+#include "actors/wire_atom.h"
+#include "runtime/error.h"
+
+namespace rill {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Answers a PUSH with a VALUE of the same tensor, one step later.
+caf::behavior EchoServer() {
+  return {[](wire_atom, const std::string& bytes) -> caf::result<wire_atom, std::string> {
+    const proto::WireMessage push = DecodeWire(bytes, WireLimits{}, "the test client");
+    return {wire_atom::value, EncodeWire(WireValue(push.var(), push.step() + 1, WireTensor(push)))};
+  }};
+}
+
+// A loopback port where nothing listens (bound once, then closed).
+uint16_t ClosedPort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  EXPECT_GE(fd, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+void ExpectError(const std::function<void()>& call, ErrorCode code, const std::string& part) {
+  try {
+    call();
+    ADD_FAILURE() << "no error; expected one containing " << part;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(e.message().find(part), std::string::npos) << "no \"" << part << "\" in " << e.what();
+  }
+}
+
+TEST(NetworkTest, EndpointsParse) {
+  const Endpoint v4 = ParseEndpoint("127.0.0.1:7164");
+  EXPECT_EQ(v4.host, "127.0.0.1");
+  EXPECT_EQ(v4.port, 7164);
+  EXPECT_EQ(v4.ToString(), "127.0.0.1:7164");
+  EXPECT_EQ(ParseEndpoint("localhost:0").port, 0);
+  EXPECT_EQ(ParseEndpoint("server-1.cluster:65535").port, 65535);
+  const Endpoint v6 = ParseEndpoint("[::1]:80");
+  EXPECT_EQ(v6.host, "::1");
+  EXPECT_EQ(v6.ToString(), "[::1]:80");
+  const std::vector<Endpoint> list = ParseEndpoints("10.0.0.1:7164,10.0.0.2:7165");
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[1].ToString(), "10.0.0.2:7165");
+}
+
+TEST(NetworkTest, BadEndpointsAreRefusedNamingTheText) {
+  for (const char* text : {"", "host", "host:", ":80", "host:65536", "host:8x", "host:-1", "::1:80",
+                           "[::1]80", "[::1:80", "a b:1", "host:123456"}) {
+    ExpectError([&] { ParseEndpoint(text); }, ErrorCode::kInvalidArgument,
+                StrCat("endpoint \"", text, "\" is not HOST:PORT"));
+  }
+  ExpectError([] { ParseEndpoints("a:1,"); }, ErrorCode::kInvalidArgument, "endpoint \"\"");
+}
+
+TEST(NetworkTest, WireBytesTravelBetweenTwoActorSystems) {
+  Runtime server(2, 1, /*network=*/true);
+  Runtime client(2, 1, /*network=*/true);
+  caf::actor echo = server.system().spawn(EchoServer);
+  const uint16_t port = Publish(server.system(), echo, ParseEndpoint("127.0.0.1:0"));
+  EXPECT_NE(port, 0);
+  Tensor value(DataType::kFloat32, {256, 4});
+  float* data = value.mutable_data<float>();
+  for (int64_t i = 0; i < value.numel(); ++i) data[i] = 0.25f * static_cast<float>(i);
+  {
+    caf::actor remote = Connect(client.system(), Endpoint{"127.0.0.1", port}, 5s);
+    caf::scoped_actor self{client.system()};
+    std::string reply;
+    self->request(remote, 5s, wire_atom::value, EncodeWire(WirePush("w@GRAD", 8, value)))
+        .receive([&](wire_atom, std::string& bytes) { reply = std::move(bytes); },
+                 [&](caf::error& e) { ADD_FAILURE() << client.system().render(e); });
+    const proto::WireMessage answer = DecodeWire(reply, WireLimits{}, "the test server");
+    EXPECT_EQ(answer.kind(), proto::WireMessage::VALUE);
+    EXPECT_EQ(answer.var(), "w@GRAD");
+    EXPECT_EQ(answer.step(), 9);
+    const Tensor back = WireTensor(answer);
+    ASSERT_EQ(back.shape(), value.shape());
+    EXPECT_EQ(std::memcmp(back.raw_data(), value.raw_data(), value.bytes()), 0);
+  }
+  // The same port again is taken.
+  ExpectError(
+      [&] {
+        Publish(server.system(), echo, Endpoint{"127.0.0.1", port});
+      },
+      ErrorCode::kIo, StrCat("cannot publish on 127.0.0.1:", port));
+  // A published actor never becomes unreachable: end it, or ~actor_system waits forever.
+  caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
+}
+
+TEST(NetworkTest, ConnectingWhereNothingListensFailsInBoundedTime) {
+  Runtime client(2, 1, /*network=*/true);
+  const uint16_t port = ClosedPort();
+  const auto start = std::chrono::steady_clock::now();
+  ExpectError(
+      [&] {
+        Connect(client.system(), Endpoint{"127.0.0.1", port}, 300ms);
+      },
+      ErrorCode::kUnavailable, StrCat("cannot connect to 127.0.0.1:", port, " within 300 ms"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+}
+
+TEST(NetworkTest, WithoutTheNetworkLayerPublishAndConnectFailClearly) {
+  Runtime local(1);
+  ExpectError(
+      [&] {
+        Connect(local.system(), Endpoint{"127.0.0.1", 1}, 100ms);
+      },
+      ErrorCode::kInvalidArgument, "construct the Runtime with network = true");
+  caf::actor echo = local.system().spawn(EchoServer);
+  ExpectError(
+      [&] {
+        Publish(local.system(), echo, Endpoint{"127.0.0.1", 0});
+      },
+      ErrorCode::kInvalidArgument, "cannot publish on 127.0.0.1:0");
+  caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace rill

@@ -1,0 +1,259 @@
+// Wire messages: every kind survives encode and decode, values bit for bit;
+// DecodeWire refuses bytes that are not a message, over the limit, or a
+// message missing what its kind needs, naming the peer.
+#include "actors/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <initializer_list>
+#include <random>
+#include <string>
+
+#include "runtime/error.h"
+
+namespace rill {
+namespace {
+
+using proto::WireMessage;
+
+const char kPeer[] = "trainer 3 at 10.1.2.3:7164";
+
+// A tensor whose elements are 0.5 * i (float) or i * 1000003 (integers).
+Tensor Iota(DataType dtype, const Shape& shape) {
+  Tensor tensor(dtype, shape);
+  VisitDataType(dtype, [&]<class T>() {
+    T* data = tensor.mutable_data<T>();
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      data[i] = std::is_floating_point_v<T> ? static_cast<T>(0.5 * i) : static_cast<T>(i * 1000003);
+    }
+  });
+  return tensor;
+}
+
+void ExpectSameTensor(const Tensor& actual, const Tensor& expected) {
+  ASSERT_TRUE(actual.initialized());
+  EXPECT_EQ(actual.dtype(), expected.dtype());
+  EXPECT_EQ(actual.shape(), expected.shape());
+  ASSERT_EQ(actual.bytes(), expected.bytes());
+  if (expected.bytes() > 0) {
+    EXPECT_EQ(std::memcmp(actual.raw_data(), expected.raw_data(), expected.bytes()), 0);
+  }
+}
+
+WireMessage RoundTrip(const WireMessage& message) {
+  return DecodeWire(EncodeWire(message), WireLimits{}, kPeer);
+}
+
+// Expects DecodeWire to refuse `bytes` with `code` and a message naming the
+// peer and containing each of `parts`.
+void ExpectRejected(const std::string& bytes, ErrorCode code,
+                    std::initializer_list<std::string> parts, const WireLimits& limits = {}) {
+  try {
+    DecodeWire(bytes, limits, kPeer);
+    ADD_FAILURE() << "accepted; expected an error containing " << *parts.begin();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_NE(e.message().find(kPeer), std::string::npos) << e.what();
+    for (const std::string& part : parts) {
+      EXPECT_NE(e.message().find(part), std::string::npos)
+          << "no \"" << part << "\" in " << e.what();
+    }
+  }
+}
+
+SelectedRows SomeRows() {
+  SelectedRows rows;
+  rows.rows = {4, 0, 4};
+  rows.height = 6;
+  rows.value = Iota(DataType::kFloat32, {3, 2});
+  return rows;
+}
+
+TEST(WireTest, DenseValuesSurviveEncodeAndDecodeBitForBit) {
+  for (DataType dtype :
+       {DataType::kFloat32, DataType::kInt64, DataType::kFloat64, DataType::kInt32}) {
+    for (const Shape& shape : {Shape{}, Shape{1}, Shape{7}, Shape{3, 4}, Shape{2, 3, 5}, Shape{0},
+                               Shape{0, 5}, Shape{1024, 1024}}) {
+      SCOPED_TRACE(DataTypeName(dtype) + ShapeToString(shape));
+      const Tensor value = Iota(dtype, shape);
+      const WireMessage push = RoundTrip(WirePush("fc_0.w_0@GRAD", 12, value));
+      EXPECT_EQ(push.kind(), WireMessage::PUSH);
+      EXPECT_EQ(push.var(), "fc_0.w_0@GRAD");
+      EXPECT_EQ(push.step(), 12);
+      ExpectSameTensor(WireTensor(push), value);
+
+      const WireMessage reply = RoundTrip(WireValue("fc_0.w_0", 13, value));
+      EXPECT_EQ(reply.kind(), WireMessage::VALUE);
+      EXPECT_EQ(reply.step(), 13);
+      ExpectSameTensor(WireTensor(reply), value);
+    }
+  }
+}
+
+TEST(WireTest, SelectedRowsSurviveEncodeAndDecode) {
+  const SelectedRows sent = SomeRows();
+  const WireMessage message = RoundTrip(WirePushRows("emb@GRAD", 5, sent));
+  EXPECT_TRUE(message.selected_rows());
+  const SelectedRows got = WireRows(message);
+  EXPECT_EQ(got.rows, sent.rows);
+  EXPECT_EQ(got.height, 6);
+  ExpectSameTensor(got.value, sent.value);
+
+  SelectedRows none;  // no row selected this step
+  none.height = 10;
+  none.value = Iota(DataType::kFloat64, {0, 4});
+  const SelectedRows empty = WireRows(RoundTrip(WirePushRows("emb@GRAD", 6, none)));
+  EXPECT_TRUE(empty.rows.empty());
+  EXPECT_EQ(empty.height, 10);
+  ExpectSameTensor(empty.value, none.value);
+}
+
+TEST(WireTest, ControlMessagesSurviveEncodeAndDecode) {
+  const WireMessage hello = RoundTrip(WireHello(2, "secret"));
+  EXPECT_EQ(hello.kind(), WireMessage::HELLO);
+  EXPECT_EQ(hello.trainer_id(), 2);
+  EXPECT_EQ(hello.token(), "secret");
+  EXPECT_EQ(RoundTrip(WireHelloReply(40)).step(), 40);
+  const WireMessage pull = RoundTrip(WirePull("fc_0.b_0"));
+  EXPECT_EQ(pull.kind(), WireMessage::PULL);
+  EXPECT_EQ(pull.var(), "fc_0.b_0");
+  EXPECT_EQ(RoundTrip(WireHeartbeat()).kind(), WireMessage::HEARTBEAT);
+  EXPECT_EQ(RoundTrip(WireError("server 0: no variable \"x\"")).error(),
+            "server 0: no variable \"x\"");
+  const WireMessage bye = RoundTrip(WireBye(1));
+  EXPECT_EQ(bye.kind(), WireMessage::BYE);
+  EXPECT_EQ(bye.trainer_id(), 1);
+}
+
+TEST(WireTest, PayloadOfTheOtherFormIsRefused) {
+  const WireMessage dense = RoundTrip(WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {2})));
+  const WireMessage rows = RoundTrip(WirePushRows("emb@GRAD", 0, SomeRows()));
+  EXPECT_THROW(WireRows(dense), Error);
+  EXPECT_THROW(WireTensor(rows), Error);
+  EXPECT_THROW(WireTensor(RoundTrip(WirePull("w"))), Error);
+}
+
+TEST(WireTest, BuildersRefuseValuesThatCannotTravel) {
+  EXPECT_THROW(WirePush("w@GRAD", 0, Tensor()), Error);  // no value
+  SelectedRows mismatched = SomeRows();
+  mismatched.rows.pop_back();
+  EXPECT_THROW(WirePushRows("emb@GRAD", 0, mismatched), Error);
+}
+
+TEST(WireTest, EveryTruncationOfAValueIsRejected) {
+  for (const std::string& bytes :
+       {EncodeWire(WirePush("w@GRAD", 3, Iota(DataType::kInt64, {4, 3}))),
+        EncodeWire(WirePushRows("emb@GRAD", 3, SomeRows()))}) {
+    for (size_t size = 0; size < bytes.size(); ++size) {
+      SCOPED_TRACE(size);
+      EXPECT_THROW(DecodeWire(bytes.substr(0, size), WireLimits{}, kPeer), Error);
+    }
+  }
+  const std::string bytes = EncodeWire(WirePush("w@GRAD", 3, Iota(DataType::kFloat32, {64})));
+  ExpectRejected(bytes.substr(0, bytes.size() - 1), ErrorCode::kParse, {"do not parse"});
+}
+
+TEST(WireTest, GarbageIsRejectedWithRillErrorsOnly) {
+  ExpectRejected("\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff", ErrorCode::kParse,
+                 {"11 bytes that do not parse"});
+  ExpectRejected("GET / HTTP/1.1\r\n\r\n", ErrorCode::kParse, {"do not parse"});
+  std::mt19937 random(7);
+  int rejected = 0;
+  const int samples = 2000;
+  for (int i = 0; i < samples; ++i) {
+    std::string bytes(random() % 64, '\0');
+    for (char& c : bytes) c = static_cast<char>(random());
+    try {
+      DecodeWire(bytes, WireLimits{}, kPeer);
+    } catch (const Error& e) {  // anything else escapes and fails the test
+      EXPECT_NE(e.message().find(kPeer), std::string::npos) << e.what();
+      ++rejected;
+    }
+  }
+  // A few random strings are valid messages (a HEARTBEAT with unknown
+  // fields); almost all are not.
+  EXPECT_GT(rejected, samples * 95 / 100);
+}
+
+TEST(WireTest, OversizedMessagesAreRejectedBeforeParsing) {
+  WireLimits small;
+  small.max_message_bytes = 64;
+  const std::string big = EncodeWire(WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {100})));
+  ExpectRejected(big, ErrorCode::kInvalidArgument,
+                 {std::to_string(big.size()) + " bytes, over the limit of 64"}, small);
+  // Garbage over the limit is refused for its size, so it was never parsed.
+  ExpectRejected(std::string(65, '\xff'), ErrorCode::kInvalidArgument, {"over the limit"}, small);
+  EXPECT_NO_THROW(DecodeWire(EncodeWire(WirePull("w")), small, kPeer));
+}
+
+TEST(WireTest, MessagesWithoutAKnownKindAreRejected) {
+  WireMessage unknown = WireHeartbeat();
+  unknown.set_kind(static_cast<WireMessage::Kind>(42));
+  ExpectRejected(EncodeWire(unknown), ErrorCode::kInvalidArgument, {"unknown kind 42"});
+  WireMessage none = WirePull("w");
+  none.clear_kind();
+  ExpectRejected(EncodeWire(none), ErrorCode::kInvalidArgument, {"has no kind"});
+  ExpectRejected("", ErrorCode::kInvalidArgument, {"has no kind"});
+}
+
+TEST(WireTest, MessagesMissingWhatTheirKindNeedsAreRejected) {
+  ExpectRejected(EncodeWire(WirePush("", 0, Iota(DataType::kFloat32, {2}))),
+                 ErrorCode::kInvalidArgument, {"PUSH", "no var"});
+  ExpectRejected(EncodeWire(WirePull("")), ErrorCode::kInvalidArgument, {"PULL", "no var"});
+  WireMessage no_tensor = WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {2}));
+  no_tensor.clear_tensor();
+  ExpectRejected(EncodeWire(no_tensor), ErrorCode::kInvalidArgument, {"\"w@GRAD\"", "no tensor"});
+  ExpectRejected(EncodeWire(WireHello(-1, "t")), ErrorCode::kInvalidArgument,
+                 {"HELLO", "negative trainer_id -1"});
+  ExpectRejected(EncodeWire(WireError("")), ErrorCode::kInvalidArgument, {"no error text"});
+  ExpectRejected(EncodeWire(WirePush("w@GRAD", -2, Iota(DataType::kFloat32, {2}))),
+                 ErrorCode::kInvalidArgument, {"negative step -2"});
+  WireMessage pull_with_value = WirePull("w");
+  *pull_with_value.mutable_tensor() = WirePush("w", 0, Iota(DataType::kFloat32, {2})).tensor();
+  ExpectRejected(EncodeWire(pull_with_value), ErrorCode::kInvalidArgument,
+                 {"a PULL carries no value"});
+}
+
+TEST(WireTest, TensorBytesMustMatchDtypeAndShape) {
+  WireMessage short_data = WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {2, 3}));
+  short_data.mutable_tensor()->mutable_data()->pop_back();
+  ExpectRejected(EncodeWire(short_data), ErrorCode::kInvalidArgument,
+                 {"\"w@GRAD\"", "float32[2, 3] but holds 23 bytes"});
+  WireMessage negative = WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {0}));
+  negative.mutable_tensor()->set_shape(0, -4);
+  ExpectRejected(EncodeWire(negative), ErrorCode::kInvalidArgument, {"negative dimension"});
+  WireMessage huge = WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {1}));
+  huge.mutable_tensor()->set_shape(0, int64_t{1} << 40);
+  huge.mutable_tensor()->add_shape(int64_t{1} << 40);
+  ExpectRejected(EncodeWire(huge), ErrorCode::kInvalidArgument, {"shape too large"});
+  WireMessage no_dtype = WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {1}));
+  no_dtype.mutable_tensor()->set_dtype(proto::DT_INVALID);
+  ExpectRejected(EncodeWire(no_dtype), ErrorCode::kInvalidArgument, {"invalid data type 0"});
+}
+
+TEST(WireTest, SelectedRowsMustBeInRangeAndOnePerTensorRow) {
+  WireMessage out_of_range = WirePushRows("emb@GRAD", 0, SomeRows());
+  out_of_range.set_rows(1, 6);
+  ExpectRejected(EncodeWire(out_of_range), ErrorCode::kInvalidArgument,
+                 {"\"emb@GRAD\"", "row 6 (index 1) is outside [0, 6)"});
+  WireMessage negative = WirePushRows("emb@GRAD", 0, SomeRows());
+  negative.set_rows(0, -1);
+  ExpectRejected(EncodeWire(negative), ErrorCode::kInvalidArgument, {"row -1 (index 0)"});
+  WireMessage extra_row = WirePushRows("emb@GRAD", 0, SomeRows());
+  extra_row.add_rows(1);
+  ExpectRejected(EncodeWire(extra_row), ErrorCode::kInvalidArgument,
+                 {"4 selected rows but the tensor has shape [3, 2]"});
+  WireMessage dense_with_rows = WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {2}));
+  dense_with_rows.add_rows(0);
+  ExpectRejected(EncodeWire(dense_with_rows), ErrorCode::kInvalidArgument,
+                 {"a dense value with 1 rows"});
+}
+
+TEST(WireTest, KindNamesIncludeUnknownValues) {
+  EXPECT_EQ(WireKindName(WireMessage::PUSH), "PUSH");
+  EXPECT_EQ(WireKindName(99), "kind 99");
+}
+
+}  // namespace
+}  // namespace rill
