@@ -381,6 +381,16 @@ std::vector<Var> Builder::ParallelDo(int places, const std::vector<Var>& inputs,
   return outer;
 }
 
+void Builder::PlaceableBlock(const std::vector<Var>& inputs, const std::vector<Var>& outputs,
+                             const std::function<void(Builder&)>& body) {
+  const int sub = SubBlock(body);
+  proto::Placement* placement = main_->desc().mutable_blocks(sub)->mutable_placement();
+  placement->set_role(proto::Placement::ROLE_PSERVER);
+  placement->set_index(-1);
+  AppendOpTo("placeable_block", {{"X", inputs}}, {{"Out", outputs}},
+             [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub); });
+}
+
 Var Builder::MatMul(const Var& x, const Var& y, bool transpose_x, bool transpose_y) {
   return AppendOp("matmul", {{"X", {x}}, {"Y", {y}}}, {{"Out", 1}}, [&](proto::OpDesc* op) {
     SetAttr(op, "transpose_X", transpose_x);

@@ -148,6 +148,21 @@ class Builder {
   std::vector<Var> ParallelDo(int places, const std::vector<Var>& inputs,
                               const std::function<std::vector<Var>(Builder&)>& body);
 
+  // placeable_block: `body` appends ops to a new sub-block placed on a
+  // parameter server (placement PSERVER, index -1: the distribute transpiler
+  // chooses; actors/distributed.md). Run in one process, the block runs once
+  // per step in the enclosing scope, exactly as if its ops were inline.
+  // `inputs` are what it reads from the rest of the step (gradients, the
+  // learning rate), `outputs` what the rest reads back (parameters); both are
+  // the op's slots, for readers — dependencies come from the block's ops.
+  //
+  //   b.PlaceableBlock({grad, lr}, {param}, [&](Builder& b) {
+  //     b.AppendOpTo("sgd", {{"Param", {param}}, {"Grad", {grad}}, {"LearningRate", {lr}}},
+  //                  {{"ParamOut", {param}}});
+  //   });
+  void PlaceableBlock(const std::vector<Var>& inputs, const std::vector<Var>& outputs,
+                      const std::function<void(Builder&)>& body);
+
   // -- channels and concurrency (CSP; builder_csp.cc) ----------------------------
   //
   //   Var ch = b.MakeChannel({4}, DataType::kFloat32, /*capacity=*/2);

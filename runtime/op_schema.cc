@@ -118,6 +118,12 @@ OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string do
   return AddAttr(std::move(name), type, std::nullopt, std::move(doc), std::move(check));
 }
 
+OpSchema& OpSchema::OptionalBlockAttr(std::string name, std::string doc) {
+  proto::Attr a;
+  a.set_block(-1);
+  return AddAttr(std::move(name), AttrType::kBlock, a, std::move(doc), {});
+}
+
 OpSchema& OpSchema::InferShape(InferShapeFn fn) {
   infer_shape_ = std::move(fn);
   return *this;

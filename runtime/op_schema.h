@@ -87,6 +87,8 @@ class OpSchema {
                  AttrCheck check = {});
   // Attribute that every op of this type must set.
   OpSchema& RequiredAttr(std::string name, AttrType type, std::string doc, AttrCheck check = {});
+  // A block attribute an op may leave out; absent, it reads as block -1 (none).
+  OpSchema& OptionalBlockAttr(std::string name, std::string doc);
   OpSchema& InferShape(InferShapeFn fn);
   OpSchema& Kernel(Place::Kind place, KernelFn fn);
   OpSchema& CpuKernel(KernelFn fn) { return Kernel(Place::Kind::kCpu, std::move(fn)); }

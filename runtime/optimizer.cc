@@ -16,8 +16,20 @@ std::vector<ParamGrad> Optimizer::Minimize(Builder& builder, const Var& loss) {
   Var lr = builder.Persistable(learning_rate_var_, {1}, learning_rate_);
   if (l2_ > 0) AppendL2(builder, pairs);
   if (clip_norm_ > 0) AppendClip(builder, pairs);
-  for (const auto& pair : pairs) {
-    AppendUpdate(builder, builder.Lookup(pair.param), builder.Lookup(pair.grad), lr);
+  auto updates = [&](Builder& b) {
+    const Var rate = schedule_ ? schedule_(b, lr) : lr;
+    for (const auto& pair : pairs) AppendUpdate(b, b.Lookup(pair.param), b.Lookup(pair.grad), rate);
+  };
+  if (placeable_) {
+    std::vector<Var> inputs, outputs;
+    for (const auto& pair : pairs) {
+      inputs.push_back(builder.Lookup(pair.grad));
+      outputs.push_back(builder.Lookup(pair.param));
+    }
+    inputs.push_back(lr);
+    builder.PlaceableBlock(inputs, outputs, updates);
+  } else {
+    updates(builder);
   }
   builder.set_role(previous);
   return pairs;

@@ -6,10 +6,18 @@
 //   auto params = adam.Minimize(builder, loss);
 //
 // The learning rate is a persistable [1] variable ("learning_rate_N") that a
-// trainer may overwrite between steps to decay it.
+// trainer may overwrite between steps to decay it, or that a schedule turns
+// into the step's rate with ops of the program.
+//
+// With set_placeable(true) the update ops (and the schedule's) go into a
+// placeable block, which the distribute transpiler moves to parameter servers
+// (runtime/transpiler.h); in one process the numbers are the same. L2 and
+// clipping stay outside it: they combine gradients on the trainer.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/backward.h"
@@ -33,6 +41,20 @@ class Optimizer {
     return *this;
   }
 
+  // Wraps the update ops in a placeable block (Builder::PlaceableBlock).
+  Optimizer& set_placeable(bool placeable) {
+    placeable_ = placeable;
+    return *this;
+  }
+  // Ops computing each step's learning rate from the base rate variable (a
+  // decay), appended before the updates — inside the placeable block when
+  // there is one. Returns the variable the updates read.
+  using LearningRateSchedule = std::function<Var(Builder& builder, const Var& base_rate)>;
+  Optimizer& set_learning_rate_schedule(LearningRateSchedule schedule) {
+    schedule_ = std::move(schedule);
+    return *this;
+  }
+
   // Appends backward, regularisation, clipping and updates; returns the parameters updated.
   std::vector<ParamGrad> Minimize(Builder& builder, const Var& loss);
   // The learning-rate variable (valid after Minimize).
@@ -49,6 +71,8 @@ class Optimizer {
   float learning_rate_;
   float l2_ = 0;
   float clip_norm_ = 0;
+  bool placeable_ = false;
+  LearningRateSchedule schedule_;
   std::string learning_rate_var_;
 };
 

@@ -126,6 +126,17 @@ std::string SlotsText(const google::protobuf::RepeatedPtrField<proto::Slot>& slo
   return out;
 }
 
+// "pserver 1", "pserver (any)", "trainer 0".
+std::string PlacementText(const proto::Placement& placement) {
+  std::string role;
+  switch (placement.role()) {
+    case proto::Placement::ROLE_TRAINER: role = "trainer"; break;
+    case proto::Placement::ROLE_PSERVER: role = "pserver"; break;
+    default: role = StrCat("role ", static_cast<int>(placement.role())); break;
+  }
+  return placement.index() < 0 ? role + " (any)" : StrCat(role, " ", placement.index());
+}
+
 }  // namespace
 
 proto::ProgramDesc ParseProgramText(const std::string& text, const std::string& source) {
@@ -200,7 +211,11 @@ std::string FormatProgram(const proto::ProgramDesc& program) {
   for (int b = 0; b < program.blocks_size(); ++b) {
     const auto& block = program.blocks(b);
     if (b) out << "\n";
-    out << "block " << block.idx() << " (parent " << block.parent_idx() << ")\n";
+    out << "block " << block.idx() << " (parent " << block.parent_idx();
+    if (block.has_placement() && block.placement().role() != proto::Placement::ROLE_NONE) {
+      out << ", placed on " << PlacementText(block.placement());
+    }
+    out << ")\n";
     for (const auto& var : block.vars()) {
       out << "  var " << var.name() << ": " << DataTypeText(var.dtype()) << "[";
       for (int i = 0; i < var.shape_size(); ++i) out << (i ? ", " : "") << var.shape(i);
