@@ -19,7 +19,7 @@ namespace {
 class SendActor : public OpActor {
  public:
   void Run(KernelContext& ctx, OpDone done) override {
-    auto client = TrainerClient::Installed();
+    auto client = TrainerClient::Find(*ctx.scope());
     const auto endpoint = ctx.Attr<std::string>("endpoint");
     for (int i = 0; i < ctx.InputCount("X"); ++i) {
       client->Push(endpoint, ctx.InputName("X", i), *ctx.InputVar("X", i));
@@ -31,7 +31,7 @@ class SendActor : public OpActor {
 class RecvActor : public OpActor {
  public:
   void Run(KernelContext& ctx, OpDone done) override {
-    auto client = TrainerClient::Installed();
+    auto client = TrainerClient::Find(*ctx.scope());
     const auto endpoint = ctx.Attr<std::string>("endpoint");
     const std::vector<std::string> names = OutputVars(ctx.op(), "Out");
     const int count = static_cast<int>(names.size());

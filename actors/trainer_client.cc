@@ -25,8 +25,7 @@ using beat_atom = caf::atom_constant<caf::atom("beat")>;
 // To a link actor: stop (the client is gone).
 using close_atom = caf::atom_constant<caf::atom("close")>;
 
-std::mutex installed_mutex;
-std::shared_ptr<TrainerClient> installed;
+constexpr const char* kClientVar = "@trainer_client";
 
 }  // namespace
 
@@ -261,17 +260,23 @@ std::exception_ptr TrainerClient::failure() const {
   return nullptr;
 }
 
-void TrainerClient::Install(std::shared_ptr<TrainerClient> client) {
-  std::lock_guard<std::mutex> lock(installed_mutex);
-  installed = std::move(client);
+std::string TrainerClient::Describe() const {
+  std::string servers;
+  for (const auto& link : links_) servers += (servers.empty() ? "" : ", ") + link->endpoint;
+  return StrCat("trainer ", options_.trainer_id, " of parameter servers ", servers);
 }
 
-std::shared_ptr<TrainerClient> TrainerClient::Installed() {
-  std::lock_guard<std::mutex> lock(installed_mutex);
-  RILL_CHECK(installed != nullptr, kInvalidArgument,
+void TrainerClient::Install(Scope* scope, std::shared_ptr<TrainerClient> client) {
+  scope->Var(kClientVar)->set_object(std::move(client));
+}
+
+std::shared_ptr<TrainerClient> TrainerClient::Find(const Scope& scope) {
+  const Variable* var = scope.FindVar(kClientVar);
+  auto client = var ? std::dynamic_pointer_cast<TrainerClient>(var->object()) : nullptr;
+  RILL_CHECK(client != nullptr, kInvalidArgument,
              "send and recv ops need a trainer client (run the program as a trainer: rill train "
              "--role trainer, or TrainerClient::Install)");
-  return installed;
+  return client;
 }
 
 }  // namespace rill

@@ -6,12 +6,13 @@
 // later call with an error naming the server. Nothing waits forever.
 //
 //   auto client = std::make_shared<TrainerClient>(runtime, options);  // HELLO to each
-//   TrainerClient::Install(client);           // the send and recv ops use it
+//   TrainerClient::Install(&scope, client);   // the send and recv ops find it there
 //   client->set_step(client->start_step() + 1);
 //   exe.Run(...);                             // send pushes, recv pulls
 //   client->Finish();                         // BYE
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <exception>
@@ -40,7 +41,9 @@ struct TrainerClientOptions {
   WireLimits limits;
 };
 
-class TrainerClient {
+// A VarObject: the send and recv ops find it in their scope (or a parent),
+// so several trainers can live in one process.
+class TrainerClient : public VarObject {
  public:
   using PullDone = std::function<void(Tensor value, std::exception_ptr error)>;
 
@@ -49,7 +52,8 @@ class TrainerClient {
   // not be reached in time or refused the trainer (bad token, id taken), and
   // when the servers disagree on the step they are at.
   TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOptions options);
-  ~TrainerClient();
+  ~TrainerClient() override;
+  std::string Describe() const override;
   TrainerClient(const TrainerClient&) = delete;
   TrainerClient& operator=(const TrainerClient&) = delete;
 
@@ -75,10 +79,12 @@ class TrainerClient {
   // The first failure of any link (null while all are healthy).
   std::exception_ptr failure() const;
 
-  // The client the send and recv ops of this process use.
-  static void Install(std::shared_ptr<TrainerClient> client);
-  // Throws kInvalidArgument when none is installed (an op run outside a trainer).
-  static std::shared_ptr<TrainerClient> Installed();
+  // Makes `client` the one the send and recv ops running in `scope` (or a
+  // scope under it) use; nullptr removes it.
+  static void Install(Scope* scope, std::shared_ptr<TrainerClient> client);
+  // The client installed in `scope` or a parent. Throws kInvalidArgument when
+  // there is none (a program with send/recv run outside a trainer).
+  static std::shared_ptr<TrainerClient> Find(const Scope& scope);
 
   struct Link;
 
@@ -91,5 +97,16 @@ class TrainerClient {
   int64_t start_step_ = 0;
   std::atomic<int64_t> step_{0};
 };
+
+}  // namespace rill
+
+namespace rill {
+
+// Before a trainer's first step: pulls every variable the `recv` ops of the
+// transpiled `trainer_main` receive, as of the servers' current step, into
+// `scope`, then runs the `concat` ops that join slices back into parameters.
+// Every trainer so starts from the servers' values (a resumed job from its
+// checkpoint's). Throws naming the server when one is gone.
+void PullParameters(const proto::ProgramDesc& trainer_main, TrainerClient& client, Scope* scope);
 
 }  // namespace rill

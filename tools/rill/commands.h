@@ -30,5 +30,9 @@ int BenchCommand(const std::vector<std::string>& args);
 int TrainCommand(const std::vector<std::string>& args);
 // rill trace summarize|merge|view ...: reads trace files (tools/rill/trace_command.cc).
 int TraceCommand(const std::vector<std::string>& args);
+// rill pserver --program FILE ...: serves a parameter-server program (tools/rill/pserver_command.cc).
+int PserverCommand(const std::vector<std::string>& args);
+// rill launch --trainers N --pservers M ...: a distributed job on this machine (launch_command.cc).
+int LaunchCommand(const std::vector<std::string>& args);
 
 }  // namespace rill::cli

@@ -29,6 +29,9 @@ commands:
   trace summarize FILE       busy lanes, messages, waits, top ops, critical path
   trace merge OUT IN...      merge trace files of several processes, clocks aligned
   trace view FILE            the trace as a self-contained HTML page
+  pserver --program FILE     serve a parameter-server program (rill transpile writes it)
+  launch --trainers N --pservers M [flags] [-- train flags]
+                             a distributed job on this machine: servers and trainers
   help [COMMAND]             this message, or a command's flags
   --version                  the version of Rill
 Exit status: 0 success, 1 the program or its data failed, 2 bad usage.
@@ -51,6 +54,8 @@ constexpr Entry kCommands[] = {
     {"train", TrainCommand},
     {"bench", BenchCommand},
     {"trace", TraceCommand},
+    {"pserver", PserverCommand},
+    {"launch", LaunchCommand},
 };
 // clang-format on
 

@@ -17,15 +17,18 @@
 #include "actors/input_pipeline.h"
 #include "actors/parallel_executor.h"
 #include "actors/trace_recorder.h"
+#include "actors/trainer_client.h"
 #include "ops/math/blas.h"
 #include "runtime/buffer_pool.h"
 #include "runtime/dataset/fashion_mnist.h"
 #include "runtime/executor.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/optimizer.h"
+#include "runtime/transpiler.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 #include "tools/rill/models.h"
+#include "tools/rill/role_flags.h"
 
 namespace rill::cli {
 namespace {
@@ -57,6 +60,10 @@ constexpr const char* kUsage = R"(usage: rill train [flags]
                            as a Chrome trace (Perfetto, `rill trace summarize|view`)
   --trace-skip N           steps run before recording starts (default 5: warm-up)
   --trace-steps N          steps recorded (default 20)
+A trainer of a distributed job (--role trainer; see rill launch) builds the
+same model with its optimizer in a placeable block, transpiles it for
+--pservers, pulls the parameters, then trains on its share of each global
+batch (--batch images per trainer; --input preloaded):
 )";
 
 struct TrainOptions {
@@ -82,6 +89,7 @@ struct TrainOptions {
   std::string trace;
   int64_t trace_skip = 5;
   int64_t trace_steps = 20;
+  RoleFlags role;
 };
 
 std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
@@ -188,6 +196,29 @@ double PeakRssMiB() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// Connects a trainer to its servers, makes it the process's client for the
+// send and recv ops, and pulls the parameters it starts from.
+std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role,
+                                              std::shared_ptr<Runtime> runtime,
+                                              const proto::ProgramDesc& program, Scope* scope) {
+  TrainerClientOptions options;
+  options.trainer_id = role.trainer_id;
+  options.pservers = role.PserverList();
+  options.token = role.token;
+  options.heartbeat = std::chrono::milliseconds(role.heartbeat_ms);
+  options.peer_timeout = std::chrono::milliseconds(role.peer_timeout_ms);
+  options.connect_timeout = std::chrono::milliseconds(role.connect_timeout_ms);
+  options.limits.max_message_bytes = static_cast<size_t>(role.max_message_mb) << 20;
+  auto client = std::make_shared<TrainerClient>(std::move(runtime), options);
+  TrainerClient::Install(scope, client);
+  PullParameters(program, *client, scope);
+  if (client->start_step() > 0) {
+    std::fprintf(stderr, "trainer %d: resuming at step %lld\n", role.trainer_id,
+                 static_cast<long long>(client->start_step()));
+  }
+  return client;
+}
+
 int Train(const TrainOptions& opt) {
   const std::vector<Place> places = ParsePlaces(opt.places);
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(places.size());
@@ -215,16 +246,32 @@ int Train(const TrainOptions& opt) {
   Builder builder(&main, &startup, opt.seed);
   Classifier model = BuildClassifier(builder, opt.model);
   Program eval_program = main.CloneForTest();  // forward only, taken before backward is added
-  MakeOptimizer(opt.optimizer, static_cast<float>(opt.lr))->Minimize(builder, model.loss);
+  const bool distributed = opt.role.role == "trainer";
+  MakeOptimizer(opt.optimizer, static_cast<float>(opt.lr))
+      ->set_placeable(distributed)
+      .Minimize(builder, model.loss);
   constexpr const char* kReader = "train_reader";
   if (pipelined) builder.Read(builder.Reader(kReader), {model.image, model.label}, /*first=*/true);
 
+  // A trainer runs the transpiled program: forward, backward, send, recv.
+  proto::ProgramDesc train_program = main.desc();
+  proto::ProgramDesc startup_program = startup.desc();
+  if (distributed) {
+    TranspileOptions transpile;
+    transpile.trainers = opt.role.trainers;
+    transpile.pservers = opt.role.PserverList();
+    transpile.sync_mode = !opt.role.async;
+    TranspileResult programs = Transpile(main.desc(), startup.desc(), transpile);
+    train_program = std::move(programs.trainer_main);
+    startup_program = std::move(programs.trainer_startup);
+  }
   Scope scope;
-  Executor().Run(startup.desc(), &scope);
+  Executor().Run(startup_program, &scope);
   if (pipelined) scope.Var(kReader)->set_object(pipeline);
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
   std::unique_ptr<StepRunner> step, eval;
   const ActorRunner* actor_step = nullptr;
+  std::shared_ptr<TrainerClient> client;
   std::shared_ptr<TraceRecorder> trace;
   if (!opt.trace.empty()) {
     TraceRecorder::Options options;
@@ -243,11 +290,12 @@ int Train(const TrainOptions& opt) {
     strategy.blas_threads = blas;
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
-    auto runtime = std::make_shared<Runtime>(threads);
+    auto runtime = std::make_shared<Runtime>(threads, 1, /*network=*/distributed);
+    if (distributed) client = ConnectTrainer(opt.role, runtime, train_program, &scope);
     ExecutionStrategy traced = strategy;
     traced.trace = trace;
     auto actors =
-        std::make_unique<ActorRunner>(main.desc(), places, &scope, traced, build, runtime);
+        std::make_unique<ActorRunner>(train_program, places, &scope, traced, build, runtime);
     actor_step = actors.get();
     step = std::move(actors);
     eval = std::make_unique<ActorRunner>(eval_program.desc(), places, &scope, strategy, build,
@@ -259,6 +307,13 @@ int Train(const TrainOptions& opt) {
   std::vector<int64_t> order(pipelined ? 0 : examples);
   if (pipelined) pipeline->StartEpoch(1);
   InputPipeline::Counters seen;  // the pipeline's counters at the start of the epoch
+  // A trainer takes rows [id * batch, (id + 1) * batch) of each global batch,
+  // and a resumed job skips the steps its servers have done.
+  const int trainers = distributed ? opt.role.trainers : 1;
+  const size_t global_batch = static_cast<size_t>(opt.batch) * static_cast<size_t>(trainers);
+  const size_t row_offset =
+      distributed ? static_cast<size_t>(opt.role.trainer_id) * static_cast<size_t>(opt.batch) : 0;
+  const int64_t start_step = client ? client->start_step() : 0;
   int64_t global_step = 0;
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     if (!pipelined) {
@@ -266,20 +321,26 @@ int Train(const TrainOptions& opt) {
       std::mt19937_64 shuffle(opt.seed * 1000003 + static_cast<uint64_t>(epoch));
       std::shuffle(order.begin(), order.end(), shuffle);
     }
-    size_t steps = (examples + static_cast<size_t>(opt.batch) - 1) / static_cast<size_t>(opt.batch);
+    // Trainers drop a last partial global batch: every trainer pushes every step.
+    size_t steps =
+        distributed ? examples / global_batch : (examples + global_batch - 1) / global_batch;
     if (opt.max_steps >= 0) steps = std::min(steps, static_cast<size_t>(opt.max_steps));
+    const size_t first_step =
+        std::min(steps, static_cast<size_t>(std::max<int64_t>(0, start_step - global_step)));
+    if (first_step > 0) global_step += static_cast<int64_t>(first_step);
     double loss_sum = 0;
     int64_t samples = 0;
     Tensor images, labels;
     const auto start = std::chrono::steady_clock::now();
     double seconds = 0;
-    for (size_t s = 0; s < steps; ++s) {
-      const size_t begin = s * static_cast<size_t>(opt.batch);
+    for (size_t s = first_step; s < steps; ++s) {
+      const size_t begin = s * global_batch + row_offset;
       const size_t end = std::min(examples, begin + static_cast<size_t>(opt.batch));
       std::vector<Tensor> out;
       if (trace && global_step == opt.trace_skip) trace->Start();
       if (trace && global_step == opt.trace_skip + opt.trace_steps) trace->Stop();
       ++global_step;
+      if (client) client->set_step(global_step);
       if (pipelined) {
         out = step->Run({}, {model.loss.name});  // the read op takes the batch
       } else {
@@ -291,12 +352,13 @@ int Train(const TrainOptions& opt) {
       samples += static_cast<int64_t>(end - begin);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (tty && (s % 20 == 0 || s + 1 == steps)) {
-        DrawProgress(epoch, s + 1, steps, loss_sum / static_cast<double>(s + 1),
+        DrawProgress(epoch, s + 1, steps, loss_sum / static_cast<double>(s + 1 - first_step),
                      static_cast<double>(samples) / std::max(seconds, 1e-9));
       }
     }
     if (tty) std::fprintf(stderr, "\n");
-    const double train_loss = loss_sum / static_cast<double>(std::max<size_t>(steps, 1));
+    const double train_loss =
+        loss_sum / static_cast<double>(std::max<size_t>(steps - first_step, 1));
     const double rate = static_cast<double>(samples) / std::max(seconds, 1e-9);
     InputPipeline::Counters input;
     if (pipelined) {
@@ -331,6 +393,11 @@ int Train(const TrainOptions& opt) {
                   epoch, train_loss, result.loss, result.accuracy, rate);
     }
   }
+  if (client) {
+    client->Finish();
+    std::fprintf(stderr, "trainer %d: done at step %lld\n", opt.role.trainer_id,
+                 static_cast<long long>(global_step));
+  }
   if (!opt.save.empty()) SaveCheckpoint(main.desc(), scope, opt.save);
   if (trace) {
     trace->Stop();
@@ -348,7 +415,7 @@ int Train(const TrainOptions& opt) {
 
 int TrainCommand(const std::vector<std::string>& args) {
   TrainOptions opt;
-  Flags flags("rill train", kUsage);
+  Flags flags("rill train", std::string(kUsage) + kRoleFlagsUsage);
   flags.String("--model", &opt.model);
   flags.Int("--epochs", &opt.epochs);
   flags.Int("--batch", &opt.batch);
@@ -371,7 +438,23 @@ int TrainCommand(const std::vector<std::string>& args) {
   flags.String("--trace", &opt.trace);
   flags.Int64("--trace-skip", &opt.trace_skip);
   flags.Int64("--trace-steps", &opt.trace_steps);
+  opt.role.Bind(flags);
   if (int rc = flags.Parse(args); rc >= 0) return rc;
+  if (std::string error = opt.role.FromEnvironment(); !error.empty()) {
+    return flags.UsageError(error);
+  }
+  if (opt.role.role == "pserver") return flags.UsageError("a parameter server runs rill pserver");
+  if (opt.role.role == "trainer") {
+    if (opt.role.trainers < 1 || opt.role.trainer_id < 0 ||
+        opt.role.trainer_id >= opt.role.trainers || opt.role.PserverList().empty()) {
+      return flags.UsageError(
+          "a trainer needs --trainers N >= 1, --trainer-id in [0, N) and --pservers");
+    }
+    if (opt.executor != "actor" || opt.places != "cpu") {
+      return flags.UsageError("a trainer runs the actor executor on one place (--places cpu)");
+    }
+    opt.input = "preloaded";  // rows of each global batch by trainer id
+  }
   if (!opt.trace.empty() && opt.executor != "actor") {
     return flags.UsageError("--trace records the actor executor (--executor actor)");
   }

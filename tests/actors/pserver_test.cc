@@ -1,0 +1,281 @@
+// Parameter servers and trainers in one process, over loopback: each server
+// and each trainer has a Runtime (an actor system with the network) of its
+// own, as separate processes would. Sync training matches the single-process
+// run on the global batch; bad messages and bad tokens are refused while the
+// server keeps serving; a silent trainer ends the job with its name; a
+// restarted server resumes from its checkpoint.
+#include "actors/pserver.h"
+
+#include <gtest/gtest.h>
+
+#include <caf/scoped_actor.hpp>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <future>
+#include <thread>
+
+#include "actors/network.h"
+#include "actors/parallel_executor.h"
+#include "actors/runtime.h"
+#include "actors/trainer_client.h"
+#include "actors/wire_atom.h"
+#include "runtime/builder.h"
+#include "runtime/executor.h"
+#include "runtime/optimizer.h"
+#include "runtime/transpiler.h"
+#include "tests/testing/gradient_check.h"
+
+namespace rill {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::RandomTensor;
+
+constexpr int64_t kBatch = 8;  // global: each of 2 trainers takes 4 rows
+
+struct Model {
+  Program main, startup;
+  std::string loss;
+  std::vector<std::string> params;
+};
+
+void BuildModel(Model* m) {
+  Builder b(&m->main, &m->startup, 11);
+  Var x = b.Data("x", {-1, 10});
+  Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+  Var h = b.Fc(x, 32, Activation::kRelu);
+  Var loss = b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(h, 4), label));
+  Adam adam(0.01f);
+  for (const auto& pair : adam.set_placeable(true).Minimize(b, loss)) {
+    m->params.push_back(pair.param);
+  }
+  m->loss = loss.name;
+}
+
+FeedList Feeds(int step, int64_t begin, int64_t end) {
+  Tensor x =
+      RandomTensor({kBatch, 10}, 900 + static_cast<uint64_t>(step), -1, 1, DataType::kFloat32);
+  Tensor y(DataType::kInt64, {kBatch, 1});
+  for (int64_t i = 0; i < kBatch; ++i) y.mutable_data<int64_t>()[i] = (i * 3 + step) % 4;
+  return {{"x", x.Slice(begin, end)}, {"label", y.Slice(begin, end)}};
+}
+
+TranspileResult Plan(const Model& m, int trainers, const std::vector<std::string>& endpoints) {
+  TranspileOptions options;
+  options.trainers = trainers;
+  options.pservers = endpoints;
+  options.min_slice_rows = 2;
+  options.min_slice_elements = 64;  // the 10x32 weight is cut in two
+  return Transpile(m.main.desc(), m.startup.desc(), options);
+}
+
+// Servers of a job, each serving on its own thread.
+struct Servers {
+  std::vector<std::shared_ptr<Runtime>> runtimes;
+  std::vector<std::unique_ptr<ParameterServer>> servers;
+  std::vector<std::future<void>> serving;
+  std::vector<std::string> endpoints;
+
+  Servers(const Model& m, int trainers, int count, ParameterServerOptions options = {}) {
+    std::vector<std::string> placeholders;
+    for (int i = 0; i < count; ++i) placeholders.push_back("127.0.0.1:" + std::to_string(1 + i));
+    TranspileResult plan = Plan(m, trainers, placeholders);
+    for (int i = 0; i < count; ++i) {
+      runtimes.push_back(std::make_shared<Runtime>(1, 1, /*network=*/true));
+      options.endpoint = "127.0.0.1:0";
+      options.log = [](const std::string&) {};
+      servers.push_back(std::make_unique<ParameterServer>(
+          plan.servers[static_cast<size_t>(i)].main, plan.servers[static_cast<size_t>(i)].startup,
+          options, runtimes.back()));
+      endpoints.push_back("127.0.0.1:" + std::to_string(servers.back()->port()));
+      serving.push_back(std::async(std::launch::async, [s = servers.back().get()] { s->Serve(); }));
+    }
+  }
+};
+
+TrainerClientOptions ClientOptions(int id, const std::vector<std::string>& endpoints) {
+  TrainerClientOptions options;
+  options.trainer_id = id;
+  options.pservers = endpoints;
+  options.connect_timeout = 5000ms;
+  return options;
+}
+
+// One trainer: its rows of each global batch, `steps` steps; the parameters after.
+std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int id, int trainers,
+                               int steps) {
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  Scope scope;
+  Executor().Run(plan.trainer_startup, &scope);
+  std::vector<std::string> endpoints;
+  for (const auto& server : plan.servers) endpoints.push_back(server.endpoint);
+  auto client = std::make_shared<TrainerClient>(runtime, ClientOptions(id, endpoints));
+  TrainerClient::Install(&scope, client);
+  PullParameters(plan.trainer_main, *client, &scope);
+  {
+    ParallelExecutor exe(plan.trainer_main, {Place::Cpu()}, &scope, ExecutionStrategy{}, runtime);
+    const int64_t rows = kBatch / trainers;
+    for (int step = 1; step <= steps; ++step) {
+      client->set_step(client->start_step() + step);
+      exe.Run(Feeds(step, id * rows, (id + 1) * rows), {m.loss});
+    }
+  }
+  client->Finish();
+  std::vector<Tensor> params;
+  for (const auto& name : m.params) params.push_back(scope.FindVar(name)->tensor().Clone());
+  return params;
+}
+
+double MaxRelativeDifference(const Tensor& a, const Tensor& b) {
+  double diff = 0, scale = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    diff = std::max(diff, std::abs(a.GetAsDouble(i) - b.GetAsDouble(i)));
+    scale = std::max(scale, std::abs(b.GetAsDouble(i)));
+  }
+  return diff / std::max(scale, 1e-30);
+}
+
+TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
+  Model m;
+  BuildModel(&m);
+  constexpr int kSteps = 20;
+  Scope single;
+  Executor exe;
+  exe.Run(m.startup.desc(), &single);
+  auto prepared = exe.Prepare(m.main.desc(), &single);
+  for (int step = 1; step <= kSteps; ++step) exe.Run(*prepared, Feeds(step, 0, kBatch), {m.loss});
+
+  Servers servers(m, 2, 2);
+  TranspileResult plan = Plan(m, 2, servers.endpoints);
+  ASSERT_EQ(plan.servers.size(), 2u);
+  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, kSteps); });
+  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, kSteps);
+  std::vector<Tensor> theirs = other.get();
+  for (auto& s : servers.serving) s.get();  // both said BYE: the servers are done
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    const Tensor& expected = single.FindVar(m.params[i])->tensor();
+    EXPECT_LE(MaxRelativeDifference(mine[i], expected), 1e-5) << m.params[i];
+    EXPECT_LE(MaxRelativeDifference(theirs[i], expected), 1e-5) << m.params[i];
+  }
+  EXPECT_EQ(servers.servers[0]->step(), kSteps);
+}
+
+// Sends raw bytes as `self` and returns the server's answer, decoded.
+proto::WireMessage Ask(caf::scoped_actor& self, const caf::actor& server,
+                       const std::string& bytes) {
+  self->send(server, wire_atom::value, bytes);
+  proto::WireMessage answer;
+  self->receive(
+      [&](wire_atom, const std::string& reply) { answer = DecodeWire(reply, {}, "server"); },
+      caf::after(5s) >> [] { ADD_FAILURE() << "no answer in 5 s"; });
+  return answer;
+}
+
+TEST(ParameterServer, RejectsBadMessagesAndTokensAndKeepsServing) {
+  Model m;
+  BuildModel(&m);
+  ParameterServerOptions options;
+  options.token = "s3cret";
+  options.limits.max_message_bytes = 64 << 10;
+  Servers servers(m, 2, 1, options);
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  {
+    caf::scoped_actor self{runtime->system()};
+    caf::actor server = Connect(runtime->system(), ParseEndpoint(servers.endpoints[0]), 5s);
+    proto::WireMessage answer = Ask(self, server, "\x08\xff garbage \x12");
+    EXPECT_EQ(answer.kind(), proto::WireMessage::ERROR);
+    EXPECT_NE(answer.error().find("rejected"), std::string::npos) << answer.error();
+    answer = Ask(self, server, std::string(100 << 10, 'x'));
+    EXPECT_EQ(answer.kind(), proto::WireMessage::ERROR);
+    EXPECT_NE(answer.error().find("limit"), std::string::npos) << answer.error();
+    answer = Ask(self, server, EncodeWire(WirePull(m.params[0])));
+    EXPECT_NE(answer.error().find("did not say HELLO"), std::string::npos) << answer.error();
+    answer = Ask(self, server, EncodeWire(WireHello(1, "wrong")));
+    EXPECT_NE(answer.error().find("wrong token"), std::string::npos) << answer.error();
+    answer = Ask(self, server, EncodeWire(WireHello(1, "s3cret")));
+    ASSERT_EQ(answer.kind(), proto::WireMessage::HELLO);
+    answer = Ask(self, server, EncodeWire(WirePull("no_such_parameter")));
+    EXPECT_NE(answer.error().find("no_such_parameter"), std::string::npos) << answer.error();
+
+    // A client with a wrong token is refused; one with the right token is served.
+    TrainerClientOptions bad = ClientOptions(0, servers.endpoints);
+    bad.token = "guess";
+    try {
+      TrainerClient refused(runtime, bad);
+      ADD_FAILURE() << "a wrong token was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+      EXPECT_NE(std::string(e.what()).find("wrong token"), std::string::npos) << e.what();
+    }
+    TrainerClientOptions good = ClientOptions(0, servers.endpoints);
+    good.token = "s3cret";
+    TrainerClient client(runtime, good);
+    Tensor value = client.PullNow(servers.endpoints[0], m.params.back(), 0);
+    EXPECT_TRUE(value.initialized());
+    client.Finish();
+    self->send(server, wire_atom::value, EncodeWire(WireBye(1)));
+  }
+  servers.serving[0].get();  // every trainer said BYE
+}
+
+TEST(ParameterServer, SilentTrainerEndsTheJobNamingIt) {
+  Model m;
+  BuildModel(&m);
+  ParameterServerOptions options;
+  options.heartbeat = 100ms;
+  options.peer_timeout = 600ms;
+  Servers servers(m, 2, 1, options);
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  caf::scoped_actor self{runtime->system()};
+  caf::actor server = Connect(runtime->system(), ParseEndpoint(servers.endpoints[0]), 5s);
+  ASSERT_EQ(Ask(self, server, EncodeWire(WireHello(1, ""))).kind(), proto::WireMessage::HELLO);
+  TrainerClientOptions options0 = ClientOptions(0, servers.endpoints);
+  options0.heartbeat = 100ms;
+  TrainerClient client(runtime, options0);
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    servers.serving[0].get();
+    ADD_FAILURE() << "the server kept serving without trainer 1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trainer 1"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  // The other trainer hears why.
+  for (int i = 0; i < 50 && !client.failure(); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(client.failure());
+  try {
+    std::rethrow_exception(client.failure());
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trainer 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
+  Model m;
+  BuildModel(&m);
+  const std::string path = ::testing::TempDir() + "pserver_test.ckpt";
+  std::remove(path.c_str());
+  ParameterServerOptions options;
+  options.checkpoint_path = path;
+  options.checkpoint_every = 3;
+  std::vector<Tensor> trained;
+  {
+    Servers servers(m, 1, 1, options);
+    trained = RunTrainer(m, Plan(m, 1, servers.endpoints), 0, 1, 6);
+    servers.serving[0].get();
+  }
+  Servers restarted(m, 1, 1, options);
+  EXPECT_EQ(restarted.servers[0]->step(), 6);
+  TranspileResult plan = Plan(m, 1, restarted.endpoints);
+  // No steps: the trainer pulls the saved parameters and the saved step.
+  std::vector<Tensor> resumed = RunTrainer(m, plan, 0, 1, 0);
+  restarted.serving[0].get();
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    EXPECT_EQ(MaxRelativeDifference(resumed[i], trained[i]), 0) << m.params[i];
+  }
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace rill

@@ -1,0 +1,171 @@
+// rill launch: a whole distributed job on this machine — the programs
+// transpiled, M parameter servers and N trainers started as child processes
+// on loopback, their output streamed with a prefix. Any process manager can
+// do the same with `rill pserver` and `rill train --role trainer` (or the
+// RILL_* environment variables); this is the one-command version.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "runtime/error.h"
+#include "tools/rill/child_processes.h"
+#include "tools/rill/commands.h"
+#include "tools/rill/flags.h"
+
+namespace rill::cli {
+namespace {
+
+constexpr const char* kUsage =
+    R"(usage: rill launch --trainers N --pservers M [flags] [-- TRAIN FLAGS...]
+  --trainers N             trainer processes (default 2)
+  --pservers M             parameter-server processes (default 1)
+  --model mlp|cnn|linreg   --optimizer sgd|momentum|adam  --lr X  --seed N
+                           the model, for the transpiler and the trainers
+  --async                  apply each gradient on arrival (default: sync)
+  --token T                the job's shared secret (default: a random one); given to
+                           the children as RILL_TOKEN
+  --dir DIR                where the programs (and checkpoints) go (default: a new
+                           directory under /tmp)
+  --checkpoint-every K     servers save their variables every K steps to
+                           DIR/pserver<i>.ckpt, and resume from them when present
+  --peer-timeout-ms N      a peer silent this long is declared dead (default 5000)
+  --grace-ms N             after one process fails, how long the others have to
+                           stop on their own before they are killed (default 15000)
+TRAIN FLAGS go to every trainer (for example --epochs 1 --batch 32 --max-steps 50).
+Exit status: 0 when every process succeeded, 1 otherwise.
+)";
+
+// A free TCP port on loopback (the kernel picks it; released for the server).
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  RILL_CHECK(fd >= 0, kIo, "cannot open a socket to find a free port");
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0 &&
+                  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0;
+  close(fd);
+  RILL_CHECK(ok, kIo, "cannot find a free port on 127.0.0.1");
+  return ntohs(address.sin_port);
+}
+
+std::string RandomToken() {
+  std::random_device device;
+  char text[33];
+  for (int i = 0; i < 4; ++i) std::snprintf(text + 8 * i, 9, "%08x", device());
+  return text;
+}
+
+std::string SelfPath() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
+
+}  // namespace
+
+int LaunchCommand(const std::vector<std::string>& args) {
+  int trainers = 2, pservers = 1, peer_timeout_ms = 5000, grace_ms = 15000;
+  std::string model = "mlp", optimizer = "adam", lr = "0.001", seed = "0", token, dir;
+  int64_t checkpoint_every = 0;
+  bool async = false;
+  std::vector<std::string> train_flags;
+  Flags flags("rill launch", kUsage);
+  flags.Int("--trainers", &trainers);
+  flags.Int("--pservers", &pservers);
+  flags.String("--model", &model);
+  flags.String("--optimizer", &optimizer);
+  flags.String("--lr", &lr);
+  flags.String("--seed", &seed);
+  flags.Bool("--async", &async);
+  flags.String("--token", &token);
+  flags.String("--dir", &dir);
+  flags.Int64("--checkpoint-every", &checkpoint_every);
+  flags.Int("--peer-timeout-ms", &peer_timeout_ms);
+  flags.Int("--grace-ms", &grace_ms);
+  flags.Positional("TRAIN FLAGS", &train_flags, 0, -1);
+  if (int rc = flags.Parse(args); rc >= 0) return rc;
+  if (trainers < 1 || pservers < 1 || checkpoint_every < 0 || peer_timeout_ms < 2 || grace_ms < 0) {
+    return flags.UsageError("--trainers and --pservers must be >= 1, --checkpoint-every >= 0");
+  }
+  if (token.empty()) token = RandomToken();
+  if (dir.empty()) {
+    char pattern[] = "/tmp/rill-launch-XXXXXX";
+    RILL_CHECK(mkdtemp(pattern) != nullptr, kIo, "cannot create a directory under /tmp");
+    dir = pattern;
+  }
+  std::filesystem::create_directories(dir);
+  const std::string rill = SelfPath();
+  std::string endpoints;
+  for (int i = 0; i < pservers; ++i) {
+    endpoints += (i ? "," : "") + std::string("127.0.0.1:") + std::to_string(FreePort());
+  }
+  const std::vector<std::string> model_flags = {"--model", model, "--optimizer", optimizer,
+                                                "--lr",    lr,    "--seed",      seed};
+  const std::vector<std::string> job_flags = {"--trainers",        std::to_string(trainers),
+                                              "--pservers",        endpoints,
+                                              "--peer-timeout-ms", std::to_string(peer_timeout_ms)};
+  const std::map<std::string, std::string> env = {{"RILL_TOKEN", token}};
+  std::printf("rill launch: %d trainers, %d parameter servers (%s), programs in %s\n", trainers,
+              pservers, endpoints.c_str(), dir.c_str());
+  {
+    ChildProcesses transpile;
+    std::vector<std::string> argv = {
+        rill,         "transpile", "--trainers", std::to_string(trainers),
+        "--pservers", endpoints,   "--out",      dir};
+    argv.insert(argv.end(), model_flags.begin(), model_flags.end());
+    if (async) argv.push_back("--async");
+    transpile.Start("transpile", argv);
+    const auto& done = transpile.Wait(std::chrono::milliseconds(0));
+    if (done[0].status != 0) {
+      std::fprintf(stderr, "rill launch: rill transpile %s\n",
+                   ChildProcesses::DescribeStatus(done[0].status).c_str());
+      return kExitFailure;
+    }
+  }
+  ChildProcesses job;
+  for (int i = 0; i < pservers; ++i) {
+    const std::string prefix = dir + "/pserver" + std::to_string(i);
+    std::vector<std::string> argv = {
+        rill, "pserver", "--program", prefix + ".main.pbtxt", "--server-index", std::to_string(i)};
+    argv.insert(argv.end(), job_flags.begin(), job_flags.end());
+    if (checkpoint_every > 0) {
+      argv.insert(argv.end(), {"--checkpoint", prefix + ".ckpt", "--checkpoint-every",
+                               std::to_string(checkpoint_every)});
+    }
+    job.Start("pserver " + std::to_string(i), argv, env);
+  }
+  for (int i = 0; i < pservers; ++i) {
+    const std::string name = "pserver " + std::to_string(i);
+    if (job.WaitForLine(name, "listening on", std::chrono::seconds(60)).empty()) {
+      std::fprintf(stderr, "rill launch: %s did not start listening\n", name.c_str());
+      job.KillAll();
+      job.Wait(std::chrono::milliseconds(0));
+      return kExitFailure;
+    }
+  }
+  for (int i = 0; i < trainers; ++i) {
+    std::vector<std::string> argv = {rill,      "train",        "--role",
+                                     "trainer", "--trainer-id", std::to_string(i)};
+    argv.insert(argv.end(), job_flags.begin(), job_flags.end());
+    argv.insert(argv.end(), model_flags.begin(), model_flags.end());
+    if (async) argv.push_back("--async");
+    argv.insert(argv.end(), train_flags.begin(), train_flags.end());
+    job.Start("trainer " + std::to_string(i), argv, env);
+  }
+  int failed = 0;
+  for (const auto& child : job.Wait(std::chrono::milliseconds(grace_ms))) {
+    if (child.status == 0) continue;
+    ++failed;
+    std::fprintf(stderr, "rill launch: %s %s\n", child.name.c_str(),
+                 ChildProcesses::DescribeStatus(child.status).c_str());
+  }
+  std::printf("rill launch: %s\n", failed ? "failed" : "all processes finished");
+  return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace rill::cli
