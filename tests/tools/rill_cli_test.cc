@@ -16,6 +16,7 @@
 #include "runtime/io/checkpoint.h"
 #include "runtime/io/npy.h"
 #include "runtime/io/program_io.h"
+#include "runtime/validate.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
@@ -467,6 +468,45 @@ TEST_F(RillCliTest, TraceSummarizeMergeAndView) {
   EXPECT_EQ(r.status, 2) << r.output;
   r = Rill({"trace", "unzip"});
   EXPECT_EQ(r.status, 2) << r.output;
+}
+
+TEST_F(RillCliTest, TranspileWritesTrainerAndServerProgramsThatPrint) {
+  const Result r = Rill({"transpile", "--model", "mlp", "--trainers", "2", "--pservers",
+                         "127.0.0.1:6170,127.0.0.1:6171", "--out", "job"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  // Where each parameter went: the 784x256 weight in two slices, biases whole.
+  EXPECT_TRUE(Contains(r.output, "fc_0.w.slice0 [392, 256] 100352 elements")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "fc_0.w.slice1 [392, 256] 100352 elements")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "fc_0.b [256] 256 elements")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "pserver 1 127.0.0.1:6171: ")) << r.output;
+  for (const char* name : {"trainer.main", "trainer.startup", "pserver0.main", "pserver0.startup",
+                           "pserver1.main", "pserver1.startup"}) {
+    const std::string file = Path(std::string("job/") + name + ".pbtxt");
+    ASSERT_TRUE(std::filesystem::exists(file)) << file;
+    EXPECT_NO_THROW(Validate(LoadProgram(file))) << file;
+  }
+  const proto::ProgramDesc server = LoadProgram(Path("job/pserver1.main.pbtxt"));
+  ASSERT_EQ(server.blocks(0).ops_size(), 1);
+  EXPECT_EQ(server.blocks(0).ops(0).type(), "listen_and_serv");
+
+  const Result printed = Rill({"print", "job/pserver1.main.pbtxt"});
+  EXPECT_EQ(printed.status, 0) << printed.output;
+  EXPECT_TRUE(Contains(printed.output, "listen_and_serv(")) << printed.output;
+  EXPECT_TRUE(Contains(printed.output, "(parent 0, placed on pserver 1)")) << printed.output;
+  const Result trainer = Rill({"print", "job/trainer.main.pbtxt"});
+  EXPECT_EQ(trainer.status, 0) << trainer.output;
+  EXPECT_TRUE(Contains(trainer.output, "send(X=[fc_0.w@GRAD.slice0])")) << trainer.output;
+  EXPECT_TRUE(
+      Contains(trainer.output, "concat(X=[fc_0.w.slice0, fc_0.w.slice1]) -> (Out=[fc_0.w])"))
+      << trainer.output;
+
+  // Usage errors (2) and a bad endpoint (1, named).
+  EXPECT_EQ(Rill({"transpile", "--pservers", "h:1", "--out", "x"}).status, 2);
+  EXPECT_EQ(Rill({"transpile", "main.pbtxt", "--pservers", "h:1", "--out", "x"}).status, 2);
+  const Result bad =
+      Rill({"transpile", "--model", "linreg", "--pservers", "nowhere", "--out", "x"});
+  EXPECT_EQ(bad.status, 1) << bad.output;
+  EXPECT_TRUE(Contains(bad.output, "pserver endpoint \"nowhere\"")) << bad.output;
 }
 
 }  // namespace

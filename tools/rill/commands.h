@@ -34,5 +34,8 @@ int TraceCommand(const std::vector<std::string>& args);
 int PserverCommand(const std::vector<std::string>& args);
 // rill launch --trainers N --pservers M ...: a distributed job on this machine (launch_command.cc).
 int LaunchCommand(const std::vector<std::string>& args);
+// rill transpile (FILE --startup FILE | --model NAME) --pservers LIST --out DIR ...: the
+// trainer and parameter-server programs of a placeable program (transpile_command.cc).
+int TranspileCommand(const std::vector<std::string>& args);
 
 }  // namespace rill::cli

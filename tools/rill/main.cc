@@ -29,6 +29,8 @@ commands:
   trace summarize FILE       busy lanes, messages, waits, top ops, critical path
   trace merge OUT IN...      merge trace files of several processes, clocks aligned
   trace view FILE            the trace as a self-contained HTML page
+  transpile FILE --startup FILE | --model NAME  --pservers LIST --out DIR
+                             split a program over parameter servers (writes their programs)
   pserver --program FILE     serve a parameter-server program (rill transpile writes it)
   launch --trainers N --pservers M [flags] [-- train flags]
                              a distributed job on this machine: servers and trainers
@@ -56,6 +58,7 @@ constexpr Entry kCommands[] = {
     {"trace", TraceCommand},
     {"pserver", PserverCommand},
     {"launch", LaunchCommand},
+    {"transpile", TranspileCommand},
 };
 // clang-format on
 
