@@ -39,6 +39,8 @@ std::string ProgramToText(const proto::ProgramDesc& program);
 //     var x: float32[-1, 784]  (stop_gradient)
 //     var w1: float32[784, 100]  (persistable, parameter)
 //     0: mul(X=[x], Y=[w1]) -> (Out=[h1])  {x_num_col_dims=1}
+// A placed block says where: "block 1 (parent 0, placed on pserver 0)", or
+// "pserver (any)" for a placeable block the transpiler has not placed yet.
 // Never throws on a malformed program: invalid values are printed as such.
 std::string FormatProgram(const proto::ProgramDesc& program);
 
