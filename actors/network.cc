@@ -84,7 +84,10 @@ std::vector<Endpoint> ParseEndpoints(const std::string& list) {
 
 uint16_t Publish(caf::actor_system& system, const caf::actor& actor, const Endpoint& endpoint) {
   RequireMiddleman(system, endpoint, "publish on");
-  auto port = system.middleman().publish(actor, endpoint.port, endpoint.host.c_str());
+  // reuse_addr: a restarted server binds its port again while the old
+  // connections linger in TIME_WAIT (two live listeners are still refused).
+  auto port = system.middleman().publish(actor, endpoint.port, endpoint.host.c_str(),
+                                         /*reuse_addr=*/true);
   if (!port) {
     Fail(ErrorCode::kIo, "cannot publish on ", endpoint.ToString(), ": ",
          system.render(port.error()));

@@ -420,7 +420,14 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
   }
   s.started = Clock::now();
   s.actor = runtime_->system().spawn(ServerActor, state_);
-  s.port = Publish(runtime_->system(), s.actor, Endpoint{s.options.bind, endpoint.port});
+  try {
+    s.port = Publish(runtime_->system(), s.actor, Endpoint{s.options.bind, endpoint.port});
+  } catch (...) {
+    // No destructor runs for a constructor that throws: stop the actor here,
+    // or the actor system would wait for it forever.
+    caf::anon_send_exit(s.actor, caf::exit_reason::user_shutdown);
+    throw;
+  }
 }
 
 ParameterServer::~ParameterServer() {

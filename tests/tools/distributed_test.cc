@@ -1,0 +1,364 @@
+// Distributed jobs as separate processes on loopback, driven through the
+// `rill` command: rill transpile, rill pserver, rill train --role trainer
+// and rill launch. Sync training on 2 trainers + 2 servers ends with the
+// parameters of a single-process run on the same global batch; async
+// training converges; a trainer killed with SIGKILL stops the others with
+// an error naming it; a job whose server was killed resumes from the
+// server's checkpoint; a wrong token is refused.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/io/checkpoint.h"
+#include "runtime/tensor.h"
+
+namespace rill {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// A `rill` process whose stdout and stderr go to a log file.
+struct Process {
+  pid_t pid = -1;
+  std::string log;
+  int status = -1;  // exit status, 128 + signal, or -1 while running
+
+  std::string Output() const {
+    std::ifstream in(log);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  // Waits up to `timeout` for the process to end; false if it still runs.
+  bool Wait(std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (status < 0) {
+      int raw = 0;
+      if (waitpid(pid, &raw, WNOHANG) == pid) {
+        status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
+        break;
+      }
+      if (Clock::now() > deadline) return false;
+      std::this_thread::sleep_for(20ms);
+    }
+    return true;
+  }
+  // Waits until its output contains `text` (false after `timeout` or if it ended).
+  bool WaitForOutput(const std::string& text, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    while (Clock::now() < deadline) {
+      if (Output().find(text) != std::string::npos) return true;
+      if (Wait(0ms)) return Output().find(text) != std::string::npos;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+  void Kill() {
+    if (status < 0) {
+      kill(pid, SIGKILL);
+      Wait(10s);
+    }
+  }
+};
+
+class DistributedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("distributed_test_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override {
+    for (auto& p : processes_) p->Kill();
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+
+  Process& Start(const std::string& name, const std::vector<std::string>& args,
+                 const std::map<std::string, std::string>& env = {}) {
+    auto process = std::make_unique<Process>();
+    process->log = Path(name + ".log");
+    std::vector<std::string> argv = {RILL_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::vector<char*> raw;
+    for (auto& arg : argv) raw.push_back(arg.data());
+    raw.push_back(nullptr);
+    process->pid = fork();
+    if (process->pid == 0) {
+      const int fd = open(process->log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+      for (const auto& [key, value] : env) setenv(key.c_str(), value.c_str(), 1);
+      execv(raw[0], raw.data());
+      _exit(127);
+    }
+    processes_.push_back(std::move(process));
+    return *processes_.back();
+  }
+
+  // Runs to the end (at most `timeout`), returns the exit status.
+  int Run(const std::string& name, const std::vector<std::string>& args,
+          std::chrono::milliseconds timeout = 300s) {
+    Process& p = Start(name, args);
+    if (!p.Wait(timeout)) {
+      ADD_FAILURE() << name << " did not finish in " << timeout.count() << " ms:\n" << p.Output();
+      p.Kill();
+    }
+    return p.status;
+  }
+
+  std::vector<std::string> Endpoints(int servers) {
+    std::vector<std::string> list;
+    for (int i = 0; i < servers; ++i) list.push_back("127.0.0.1:" + std::to_string(FreePort()));
+    return list;
+  }
+
+  static std::string Join(const std::vector<std::string>& list) {
+    std::string out;
+    for (const auto& item : list) out += (out.empty() ? "" : ",") + item;
+    return out;
+  }
+
+  std::filesystem::path dir_;
+  std::vector<std::unique_ptr<Process>> processes_;
+};
+
+// The parameters (fc_N.w, fc_N.b) of a checkpoint.
+std::map<std::string, Tensor> Parameters(const std::string& path) {
+  std::map<std::string, Tensor> params;
+  const std::regex name(R"((fc|conv2d)_\d+\.(w|b))");
+  const proto::TensorSet set = ReadTensorSet(path);
+  for (const auto& t : set.tensors()) {
+    if (std::regex_match(t.name(), name)) params[t.name()] = TensorFromProto(t, path);
+  }
+  return params;
+}
+
+// ||a - b|| / ||b|| (L2 norms over all elements).
+double RelativeDifference(const Tensor& a, const Tensor& b) {
+  double diff = 0, norm = 0, worst = 0, largest = 0;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double d = a.GetAsDouble(i) - b.GetAsDouble(i);
+    diff += d * d;
+    norm += b.GetAsDouble(i) * b.GetAsDouble(i);
+    worst = std::max(worst, std::abs(d));
+    largest = std::max(largest, std::abs(b.GetAsDouble(i)));
+  }
+  std::printf("relative difference %.3g (largest element difference %.3g of the largest value)\n",
+              std::sqrt(diff / std::max(norm, 1e-300)), worst / std::max(largest, 1e-300));
+  return std::sqrt(diff / std::max(norm, 1e-300));
+}
+
+class SyncTraining : public DistributedTest, public ::testing::WithParamInterface<const char*> {};
+
+TEST_P(SyncTraining, TwoTrainersTwoServersMatchOneProcess) {
+  const std::string model = GetParam();
+  const std::vector<std::string> train = {"--model",     model, "--epochs", "1",
+                                          "--max-steps", "50",  "--seed",   "3"};
+  std::vector<std::string> single = {"train", "--input", "preloaded",        "--batch",
+                                     "64",    "--save",  Path("single.ckpt")};
+  single.insert(single.end(), train.begin(), train.end());
+  ASSERT_EQ(Run("single", single), 0) << processes_.back()->Output();
+
+  const auto endpoints = Endpoints(2);
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", model, "--seed", "3", "--trainers", "2",
+                              "--pservers", Join(endpoints), "--out", Path("job")}),
+            0)
+      << processes_.back()->Output();
+  std::vector<Process*> job;
+  for (int i = 0; i < 2; ++i) {
+    job.push_back(
+        &Start("pserver" + std::to_string(i),
+               {"pserver", "--program", Path("job/pserver" + std::to_string(i) + ".main.pbtxt"),
+                "--endpoint", endpoints[static_cast<size_t>(i)]}));
+  }
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> args = {"train", "--batch", "32", "--save",
+                                     Path("trainer" + std::to_string(i) + ".ckpt")};
+    args.insert(args.end(), train.begin(), train.end());
+    // The role from the environment, as a process manager would set it.
+    job.push_back(&Start("trainer" + std::to_string(i), args,
+                         {{"RILL_ROLE", "trainer"},
+                          {"RILL_TRAINER_ID", std::to_string(i)},
+                          {"RILL_TRAINERS", "2"},
+                          {"RILL_PSERVERS", Join(endpoints)}}));
+  }
+  for (Process* p : job) {
+    ASSERT_TRUE(p->Wait(300s)) << p->Output();
+    ASSERT_EQ(p->status, 0) << p->Output();
+  }
+  const auto expected = Parameters(Path("single.ckpt"));
+  ASSERT_FALSE(expected.empty());
+  for (int i = 0; i < 2; ++i) {
+    const auto got = Parameters(Path("trainer" + std::to_string(i) + ".ckpt"));
+    ASSERT_EQ(got.size(), expected.size());
+    for (const auto& [name, value] : expected) {
+      EXPECT_LE(RelativeDifference(got.at(name), value), 1e-5) << "trainer " << i << " " << name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, SyncTraining, ::testing::Values("linreg", "mlp"));
+
+TEST_F(DistributedTest, AsyncTrainingConverges) {
+  Process& launch = Start("launch", {"launch", "--trainers", "2", "--pservers", "1", "--async",
+                                     "--model", "mlp", "--dir", Path("job"), "--", "--batch", "32",
+                                     "--epochs", "1", "--max-steps", "150"});
+  ASSERT_TRUE(launch.Wait(300s)) << launch.Output();
+  ASSERT_EQ(launch.status, 0) << launch.Output();
+  const std::regex epoch(
+      R"(\[trainer (\d)\] epoch 1: train loss ([0-9.]+), test loss ([0-9.]+), test accuracy ([0-9.]+))");
+  const std::string output = launch.Output();
+  int trainers = 0;
+  for (std::sregex_iterator it(output.begin(), output.end(), epoch), end; it != end; ++it) {
+    ++trainers;
+    // From about 2.3 (chance over 10 classes) at the start.
+    EXPECT_LT(std::stod((*it)[3]), 0.9) << (*it)[0];
+    EXPECT_GT(std::stod((*it)[4]), 0.65) << (*it)[0];
+  }
+  EXPECT_EQ(trainers, 2) << output;
+}
+
+TEST_F(DistributedTest, KilledTrainerStopsServerAndOtherTrainerWithin10s) {
+  const auto endpoints = Endpoints(1);
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", "mlp", "--trainers", "2", "--pservers",
+                              endpoints[0], "--out", Path("job")}),
+            0);
+  Process& server = Start("pserver", {"pserver", "--program", Path("job/pserver0.main.pbtxt"),
+                                      "--endpoint", endpoints[0]});
+  std::vector<Process*> trainers;
+  for (int i = 0; i < 2; ++i) {
+    trainers.push_back(&Start("trainer" + std::to_string(i),
+                              {"train", "--role", "trainer", "--trainer-id", std::to_string(i),
+                               "--trainers", "2", "--pservers", endpoints[0], "--epochs", "1"}));
+  }
+  ASSERT_TRUE(server.WaitForOutput("trainer 1 connected", 60s)) << server.Output();
+  std::this_thread::sleep_for(1500ms);  // mid-training
+  kill(trainers[1]->pid, SIGKILL);
+  const auto killed = Clock::now();
+  ASSERT_TRUE(server.Wait(10s)) << server.Output();
+  ASSERT_TRUE(trainers[0]->Wait(10s)) << trainers[0]->Output();
+  EXPECT_LT(Clock::now() - killed, 10s);
+  EXPECT_EQ(server.status, 1) << server.Output();
+  EXPECT_EQ(trainers[0]->status, 1) << trainers[0]->Output();
+  EXPECT_NE(server.Output().find("trainer 1"), std::string::npos) << server.Output();
+  EXPECT_NE(trainers[0]->Output().find("trainer 1"), std::string::npos) << trainers[0]->Output();
+}
+
+// Step of a server checkpoint (-1 while there is none).
+int64_t CheckpointStep(const std::string& path) {
+  if (!std::filesystem::exists(path)) return -1;
+  try {
+    const proto::TensorSet set = ReadTensorSet(path);
+    for (const auto& t : set.tensors()) {
+      if (t.name() == "@step") return TensorFromProto(t).data<int64_t>()[0];
+    }
+  } catch (const std::exception&) {
+  }
+  return -1;
+}
+
+TEST_F(DistributedTest, KilledServerRestartsFromItsCheckpoint) {
+  const auto endpoints = Endpoints(1);
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", "mlp", "--trainers", "2", "--pservers",
+                              endpoints[0], "--out", Path("job")}),
+            0);
+  const std::vector<std::string> serve = {
+      "pserver",    "--program",    Path("job/pserver0.main.pbtxt"), "--endpoint",
+      endpoints[0], "--checkpoint", Path("pserver0.ckpt"),           "--checkpoint-every",
+      "10"};
+  auto trainer = [&](int i, const std::string& run, const std::string& max_steps) -> Process& {
+    return Start("trainer" + std::to_string(i) + run,
+                 {"train", "--role", "trainer", "--trainer-id", std::to_string(i), "--trainers",
+                  "2", "--pservers", endpoints[0], "--epochs", "1", "--max-steps", max_steps});
+  };
+  Process& server = Start("pserver", serve);
+  Process& t0 = trainer(0, "a", "400");
+  Process& t1 = trainer(1, "a", "400");
+  const auto deadline = Clock::now() + 120s;
+  while (CheckpointStep(Path("pserver0.ckpt")) < 20 && Clock::now() < deadline &&
+         !server.Wait(0ms)) {
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_GE(CheckpointStep(Path("pserver0.ckpt")), 20) << server.Output();
+  kill(server.pid, SIGKILL);
+  const auto killed = Clock::now();
+  ASSERT_TRUE(t0.Wait(10s) && t1.Wait(10s)) << t0.Output() << t1.Output();
+  EXPECT_LT(Clock::now() - killed, 10s);
+  EXPECT_EQ(t0.status, 1);
+  EXPECT_NE(t0.Output().find("parameter server"), std::string::npos) << t0.Output();
+  const int64_t saved = CheckpointStep(Path("pserver0.ckpt"));
+
+  Process& again = Start("pserver-again", serve);
+  ASSERT_TRUE(again.WaitForOutput("listening", 60s)) << again.Output();
+  EXPECT_NE(again.Output().find("step " + std::to_string(saved)), std::string::npos)
+      << again.Output();
+  const std::string until = std::to_string(saved + 10);
+  Process& r0 = trainer(0, "b", until);
+  Process& r1 = trainer(1, "b", until);
+  for (Process* p : {&r0, &r1, &again}) {
+    ASSERT_TRUE(p->Wait(120s)) << p->Output();
+    EXPECT_EQ(p->status, 0) << p->Output();
+  }
+  EXPECT_NE(r0.Output().find("resuming at step " + std::to_string(saved)), std::string::npos)
+      << r0.Output();
+  EXPECT_NE(again.Output().find("done at step " + until), std::string::npos) << again.Output();
+}
+
+TEST_F(DistributedTest, WrongTokenIsRefused) {
+  const auto endpoints = Endpoints(1);
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--trainers", "1", "--pservers",
+                              endpoints[0], "--out", Path("job")}),
+            0);
+  Process& server =
+      Start("pserver",
+            {"pserver", "--program", Path("job/pserver0.main.pbtxt"), "--endpoint", endpoints[0]},
+            {{"RILL_TOKEN", "right"}});
+  ASSERT_TRUE(server.WaitForOutput("listening", 60s)) << server.Output();
+  const int status =
+      Run("trainer",
+          {"train", "--role", "trainer", "--trainer-id", "0", "--trainers", "1", "--pservers",
+           endpoints[0], "--model", "linreg", "--token", "wrong", "--max-steps", "5"},
+          60s);
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(processes_.back()->Output().find("wrong token"), std::string::npos)
+      << processes_.back()->Output();
+  EXPECT_NE(server.Output().find("refused trainer 0: wrong token"), std::string::npos)
+      << server.Output();
+  EXPECT_FALSE(server.Wait(0ms)) << "the server stopped after refusing a trainer";
+}
+
+}  // namespace
+}  // namespace rill
