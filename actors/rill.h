@@ -13,6 +13,8 @@
 //   OpSchema, RILL_PLUGIN, LoadPlugin  ops of your own (runtime/plugin.h)
 //   OpActor, RegisterOpActor        ops run by actors of your own (actors/op_actor.h)
 //   SaveCheckpoint, LoadCheckpoint  persistable variables to a file
+//   Transpile, ParameterServer,     several machines: the trainer and server programs, a
+//   TrainerClient                   server, a trainer's links (actors/distributed.md)
 //   Version(), RILL_VERSION_STRING  the library's version and the one compiled against
 #pragma once
 
@@ -21,8 +23,10 @@
 #include "actors/input_pipeline.h"
 #include "actors/op_actor.h"
 #include "actors/parallel_executor.h"
+#include "actors/pserver.h"
 #include "actors/select.h"
 #include "actors/trace_recorder.h"
+#include "actors/trainer_client.h"
 #include "actors/wait_group.h"
 #include "runtime/builder.h"
 #include "runtime/executor.h"
@@ -37,4 +41,5 @@
 #include "runtime/scope.h"
 #include "runtime/shape_context.h"
 #include "runtime/tensor.h"
+#include "runtime/transpiler.h"
 #include "runtime/version.h"

@@ -17,7 +17,8 @@ set(RILL_PUBLIC_HEADERS
     actors/channel.h actors/channel_waiter.h actors/execution_strategy.h
     actors/input_pipeline.h actors/iteration_stats.h actors/op_actor.h
     actors/parallel_executor.h actors/place_io.h actors/runtime.h actors/select.h
-    actors/trace_recorder.h actors/wait_group.h
+    actors/pserver.h actors/trace_recorder.h actors/trainer_client.h actors/wait_group.h
+    actors/wire.h runtime/transpiler.h
     runtime/backward.h runtime/builder.h runtime/data_type.h runtime/error.h runtime/executor.h
     runtime/graph/data_parallel.h runtime/graph/ssa_graph.h runtime/io/checkpoint.h
     runtime/io/program_io.h runtime/kernel_context.h runtime/op_desc.h runtime/op_registry.h
@@ -31,7 +32,7 @@ endforeach()
 install(FILES actors/rill.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill)
 install(FILES ${PROJECT_BINARY_DIR}/runtime/version.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/runtime)
-install(FILES ${PROJECT_BINARY_DIR}/proto/program.pb.h
+install(FILES ${PROJECT_BINARY_DIR}/proto/program.pb.h ${PROJECT_BINARY_DIR}/proto/wire.pb.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/rill/proto)
 if(TARGET visualizer)
   install(FILES ${PROJECT_BINARY_DIR}/tools/visualizer/index.html
