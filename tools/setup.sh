@@ -15,6 +15,7 @@ packages=(
   clang libclang-rt-14-dev
   python3 python3-numpy
   zlib1g-dev
+  iproute2  # ip netns, for tests/tools/netns_test.sh
   dataset-fashion-mnist
 )
 # The trace visualizer: bundled with npm, tested in headless Chromium.
