@@ -27,12 +27,19 @@ namespace {
 using namespace std::chrono_literals;
 
 // Answers a PUSH with a VALUE of the same tensor, one step later.
-caf::behavior EchoServer() {
-  return {[](wire_atom, const std::string& bytes) -> caf::result<wire_atom, std::string> {
-    const proto::WireMessage push = DecodeWire(bytes, WireLimits{}, "the test client");
-    return {wire_atom::value, EncodeWire(WireValue(push.var(), push.step() + 1, WireTensor(push)))};
-  }};
-}
+// A class, not a function: CAF 0.17 spawns an argument-less function actor
+// through a null shared_ptr<tuple<>> it dereferences (UBSan reports it).
+class EchoServer : public caf::event_based_actor {
+ public:
+  using caf::event_based_actor::event_based_actor;
+  caf::behavior make_behavior() override {
+    return {[](wire_atom, const std::string& bytes) -> caf::result<wire_atom, std::string> {
+      const proto::WireMessage push = DecodeWire(bytes, WireLimits{}, "the test client");
+      return {wire_atom::value,
+              EncodeWire(WireValue(push.var(), push.step() + 1, WireTensor(push)))};
+    }};
+  }
+};
 
 // A loopback port where nothing listens (bound once, then closed).
 uint16_t ClosedPort() {
@@ -85,7 +92,7 @@ TEST(NetworkTest, BadEndpointsAreRefusedNamingTheText) {
 TEST(NetworkTest, WireBytesTravelBetweenTwoActorSystems) {
   Runtime server(2, 1, /*network=*/true);
   Runtime client(2, 1, /*network=*/true);
-  caf::actor echo = server.system().spawn(EchoServer);
+  caf::actor echo = server.system().spawn<EchoServer>();
   const uint16_t port = Publish(server.system(), echo, ParseEndpoint("127.0.0.1:0"));
   EXPECT_NE(port, 0);
   Tensor value(DataType::kFloat32, {256, 4});
@@ -135,7 +142,7 @@ TEST(NetworkTest, WithoutTheNetworkLayerPublishAndConnectFailClearly) {
         Connect(local.system(), Endpoint{"127.0.0.1", 1}, 100ms);
       },
       ErrorCode::kInvalidArgument, "construct the Runtime with network = true");
-  caf::actor echo = local.system().spawn(EchoServer);
+  caf::actor echo = local.system().spawn<EchoServer>();
   ExpectError(
       [&] {
         Publish(local.system(), echo, Endpoint{"127.0.0.1", 0});

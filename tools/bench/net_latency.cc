@@ -104,17 +104,23 @@ bool ReceiveFrame(int fd, std::string* bytes) {
 // -- the child: echo servers ----------------------------------------------------
 
 // Decodes a PUSH and answers a VALUE of the same tensor.
-caf::behavior WireEcho() {
-  return {[](wire_atom, const std::string& bytes) -> caf::result<wire_atom, std::string> {
-    const proto::WireMessage push = DecodeWire(bytes, WireLimits{}, "the benchmark's parent");
-    return {wire_atom::value, EncodeWire(WireValue(push.var(), push.step(), WireTensor(push)))};
-  }};
-}
+// A class, not a function: CAF 0.17 spawns an argument-less function actor
+// through a null shared_ptr<tuple<>> it dereferences (UBSan reports it).
+class WireEcho : public caf::event_based_actor {
+ public:
+  using caf::event_based_actor::event_based_actor;
+  caf::behavior make_behavior() override {
+    return {[](wire_atom, const std::string& bytes) -> caf::result<wire_atom, std::string> {
+      const proto::WireMessage push = DecodeWire(bytes, WireLimits{}, "the benchmark's parent");
+      return {wire_atom::value, EncodeWire(WireValue(push.var(), push.step(), WireTensor(push)))};
+    }};
+  }
+};
 
 // Serves both echoes until the parent closes the TCP connection.
 void ServeEchoes(int ports_fd) {
   Runtime runtime(kSchedulerThreads, 1, /*network=*/true);
-  caf::actor echo = runtime.system().spawn(WireEcho);
+  caf::actor echo = runtime.system().spawn<WireEcho>();
   Ports ports;
   ports.wire = Publish(runtime.system(), echo, Endpoint{"127.0.0.1", 0});
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
