@@ -2,7 +2,6 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/io/middleman.hpp>
 #include <future>
 #include <iostream>
 #include <map>

@@ -11,7 +11,8 @@ void PullParameters(const proto::ProgramDesc& trainer_main, TrainerClient& clien
   std::set<std::string> received;
   for (const auto& op : trainer_main.blocks(0).ops()) {
     if (op.type() != "recv") continue;
-    const std::string endpoint = FindAttr(op, "endpoint") ? FindAttr(op, "endpoint")->s() : "";
+    const proto::Attr* endpoint_attr = FindAttr(op, "endpoint");
+    const std::string endpoint = endpoint_attr ? endpoint_attr->s() : "";
     for (const std::string& var : OutputVars(op, "Out")) {
       *scope->Var(var)->mutable_tensor() = client.PullNow(endpoint, var, client.start_step());
       received.insert(var);

@@ -2,11 +2,8 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/io/middleman.hpp>
 #include <future>
-#include <iostream>
 #include <mutex>
-#include <thread>
 #include <unordered_map>
 
 #include "actors/network.h"

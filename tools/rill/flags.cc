@@ -4,6 +4,7 @@
 #include <charconv>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "tools/rill/commands.h"
@@ -166,6 +167,13 @@ int Flags::Parse(const std::vector<std::string>& args) {
   }
   if (positional_ != nullptr) *positional_ = std::move(positional);
   return -1;
+}
+
+std::vector<std::string> SplitCommas(const std::string& list) {
+  std::vector<std::string> items;
+  std::stringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
+  return items;
 }
 
 }  // namespace rill::cli

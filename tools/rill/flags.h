@@ -71,4 +71,8 @@ class Flags {
   int positional_max_ = 0;
 };
 
+// "a,b,,c" -> {"a", "b", "", "c"}; "" -> {}. Empty items are kept, for the
+// caller's check to name.
+std::vector<std::string> SplitCommas(const std::string& list);
+
 }  // namespace rill::cli

@@ -22,11 +22,20 @@ Classifier BuildClassifier(Builder& b, const std::string& model) {
   } else if (model == "linreg") {
     logits = b.Fc(c.image, 10);
   } else {
-    Fail(ErrorCode::kInvalidArgument, "unknown model \"", model, "\" (expected mlp, cnn or linreg)");
+    Fail(ErrorCode::kInvalidArgument, "unknown model \"", model,
+         "\" (expected mlp, cnn or linreg)");
   }
   c.loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, c.label));
   c.accuracy = b.Accuracy(b.Softmax(logits), c.label);
   return c;
+}
+
+std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
+  if (name == "sgd") return std::make_unique<SGD>(lr);
+  if (name == "momentum") return std::make_unique<Momentum>(lr);
+  if (name == "adam") return std::make_unique<Adam>(lr);
+  Fail(ErrorCode::kInvalidArgument, "unknown optimizer \"", name,
+       "\" (expected sgd, momentum or adam)");
 }
 
 }  // namespace rill::cli

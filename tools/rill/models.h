@@ -2,9 +2,11 @@
 // over 28x28 grey images with 10 classes.
 #pragma once
 
+#include <memory>
 #include <string>
 
 #include "runtime/builder.h"
+#include "runtime/optimizer.h"
 
 namespace rill::cli {
 
@@ -20,5 +22,9 @@ struct Classifier {
 // layer 784-10 (multinomial logistic regression). Throws kInvalidArgument for
 // another name.
 Classifier BuildClassifier(Builder& builder, const std::string& model);
+
+// "sgd", "momentum" or "adam" at learning rate `lr`; throws kInvalidArgument
+// for another name.
+std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr);
 
 }  // namespace rill::cli

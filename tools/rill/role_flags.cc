@@ -75,17 +75,6 @@ std::string RoleFlags::FromEnvironment() {
   return "";
 }
 
-std::vector<std::string> RoleFlags::PserverList() const {
-  std::vector<std::string> list;
-  size_t begin = 0;
-  while (begin <= pservers.size() && !pservers.empty()) {
-    const size_t comma = pservers.find(',', begin);
-    const size_t end = comma == std::string::npos ? pservers.size() : comma;
-    if (end > begin) list.push_back(pservers.substr(begin, end - begin));
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return list;
-}
+std::vector<std::string> RoleFlags::PserverList() const { return SplitCommas(pservers); }
 
 }  // namespace rill::cli

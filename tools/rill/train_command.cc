@@ -92,14 +92,6 @@ struct TrainOptions {
   RoleFlags role;
 };
 
-std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
-  if (name == "sgd") return std::make_unique<SGD>(lr);
-  if (name == "momentum") return std::make_unique<Momentum>(lr);
-  if (name == "adam") return std::make_unique<Adam>(lr);
-  Fail(ErrorCode::kInvalidArgument, "unknown optimizer \"", name,
-       "\" (expected sgd, momentum or adam)");
-}
-
 // Copies the rows `order[begin, end)` of a dataset into batch tensors.
 void GatherBatch(const ImageDataset& set, const std::vector<int64_t>& order, size_t begin,
                  size_t end, Tensor* images, Tensor* labels) {

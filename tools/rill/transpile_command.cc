@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -43,24 +42,6 @@ constexpr const char* kUsage =
   --out DIR                where the programs go (created if missing)
 )";
 
-std::unique_ptr<Optimizer> PlaceableOptimizer(const std::string& name, float lr) {
-  std::unique_ptr<Optimizer> optimizer;
-  if (name == "sgd") optimizer = std::make_unique<SGD>(lr);
-  if (name == "momentum") optimizer = std::make_unique<Momentum>(lr);
-  if (name == "adam") optimizer = std::make_unique<Adam>(lr);
-  RILL_CHECK(optimizer != nullptr, kInvalidArgument, "unknown optimizer \"", name,
-             "\" (sgd, momentum or adam)");
-  optimizer->set_placeable(true);
-  return optimizer;
-}
-
-std::vector<std::string> SplitList(const std::string& list) {
-  std::vector<std::string> items;
-  std::stringstream in(list);
-  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
-  return items;
-}
-
 }  // namespace
 
 int TranspileCommand(const std::vector<std::string>& args) {
@@ -89,7 +70,7 @@ int TranspileCommand(const std::vector<std::string>& args) {
   if (pservers.empty()) return flags.UsageError("--pservers is required");
   if (out.empty()) return flags.UsageError("--out is required");
   if (lr <= 0) return flags.UsageError("--lr must be > 0");
-  options.pservers = SplitList(pservers);
+  options.pservers = SplitCommas(pservers);
   options.sync_mode = !async;
 
   proto::ProgramDesc main, startup;
@@ -100,7 +81,9 @@ int TranspileCommand(const std::vector<std::string>& args) {
     Program main_program, startup_program;
     Builder builder(&main_program, &startup_program, seed);
     const Classifier classifier = BuildClassifier(builder, model);
-    PlaceableOptimizer(optimizer, static_cast<float>(lr))->Minimize(builder, classifier.loss);
+    MakeOptimizer(optimizer, static_cast<float>(lr))
+        ->set_placeable(true)
+        .Minimize(builder, classifier.loss);
     main = main_program.desc();
     startup = startup_program.desc();
   }
