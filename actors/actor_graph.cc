@@ -193,6 +193,7 @@ void ActorGraph::BuildNodes() {
   };
   nodes_.resize(graph_.ops.size());
   collectives_.resize(static_cast<size_t>(plan_.collectives));
+  merge_residuals_.resize(collectives_.size());
   for (const OpNode& op : graph_.ops) {
     Node& node = nodes_[op.id];
     node.stream = stream_of(op);
@@ -332,6 +333,8 @@ void ActorGraph::BuildTasks(Slot& slot) {
   slot.chunk_countdowns.reset(new Countdown[collectives_.size()]);
   slot.collective_vars.resize(collectives_.size());
   slot.collective_sparse.resize(collectives_.size());
+  slot.collective_compressed.resize(collectives_.size());
+  slot.collective_bytes.assign(collectives_.size(), {0, 0});
   for (size_t c = 0; c < collectives_.size(); ++c) {
     for (int p = 0; p < places(); ++p) {
       Task& chunk = slot.chunks[c * static_cast<size_t>(places()) + static_cast<size_t>(p)];
@@ -342,6 +345,7 @@ void ActorGraph::BuildTasks(Slot& slot) {
       chunk.stream = static_cast<int16_t>(p * graph_.streams_per_place);
     }
     slot.collective_sparse[c].assign(collectives_[c].members.size(), 0);
+    slot.collective_compressed[c].assign(collectives_[c].members.size(), 0);
     for (const std::string& member : collectives_[c].members) {
       for (int p = 0; p < places(); ++p) {
         slot.collective_vars[c].push_back(slot.place_scopes[p]->FindVar(member));

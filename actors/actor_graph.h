@@ -204,6 +204,12 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     // By collective and member: the gradient is selected rows this iteration
     // (decided when the collective is issued, before its chunks run).
     std::vector<std::vector<uint8_t>> collective_sparse;
+    // By collective and member: the places' contributions are quantized.
+    std::vector<std::vector<uint8_t>> collective_compressed;
+    // By collective: bytes of the places' contributions, as float32 and as
+    // merged (IterationStats). Dense members counted at issue, selected rows
+    // by the chunk that merges them; read once the last chunk has finished.
+    std::vector<std::pair<int64_t, int64_t>> collective_bytes;
     std::vector<std::unique_ptr<PlaceOrder>> orders;       // by place
     std::vector<std::unique_ptr<KernelContext>> contexts;  // by place * ops + op index
     Countdown terminal;
@@ -316,6 +322,13 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void EndAsyncOp(Task* task, Slot& slot, uint32_t generation, bool traced, int64_t began,
                   std::exception_ptr error);
   void MergeSparse(const Collective& c, size_t member, Slot& slot);
+  // Whether member m of a collective is quantized this iteration (decided at issue).
+  bool Compresses(const Variable& gradient) const;
+  // Place p's residual of member m (sized `elements`, zeros when new or
+  // resized; -1: as it is).
+  std::vector<float>& Residual(const Collective& c, size_t member, int place, int64_t elements);
+  void MergeCompressed(const Collective& c, size_t member, Variable* const* places_vars, int64_t lo,
+                       int64_t hi);
 
   // -- fibers (actor_graph_fibers.cc) ------------------------------------------
   void StartFiber(Task* task, Slot& slot, uint32_t generation);
@@ -333,8 +346,9 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void RegisterTrace();
   // Records a span (kernel, collective) of `node` on `lane` ending now, and
   // makes it the thread's trace context (what the lane sends next leaves from it).
+  // A collective's span carries its bytes as merged and as float32.
   void TraceSpan(TraceEventKind kind, int lane, int node, int stream_index, int64_t begin_ns,
-                 const Slot& slot);
+                 const Slot& slot, int64_t bytes = 0, int64_t raw_bytes = 0);
   // The readiness messages of a completed node to its successors.
   void TraceSends(const Task& task, const Slot& slot);
   // A collective was issued: one chunk message to each place.
@@ -356,6 +370,10 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   ExecutionStrategy strategy_;
   BuildStrategy build_;
   DataParallelPlan plan_;  // the planned program: kernel contexts point into it
+  // Error feedback of compressed merges: by collective order, [member * places
+  // + place]. Chunks of one merge write disjoint ranges; merges of one
+  // collective never overlap (training runs one iteration at a time).
+  std::vector<std::vector<std::vector<float>>> merge_residuals_;
   SsaGraph graph_;
   std::vector<Node> nodes_;
   std::vector<int32_t> successor_list_;   // all nodes' successors; tasks point into it

@@ -6,6 +6,12 @@
 // of their place's stream (a merge before compute, so that communication
 // overlaps the rest of backward), and every place runs its chunks in the
 // collectives' global order. The last chunk to finish completes the node.
+//
+// With gradient compression, each place's contribution to a member is first
+// quantized with that place's error feedback (QuantizeWithFeedback, in pieces
+// on the member's 256-value grid cut by the chunk ranges) and the chunk sums
+// what the codes read back; selected rows are compressed whole by place 0's
+// chunk, each place's rows merged first so that its residual row is added once.
 #include <algorithm>
 
 #include "actors/actor_graph.h"
@@ -27,11 +33,29 @@ void ChunkRange(int64_t total, int p, int places, int64_t* begin, int64_t* end) 
 void ActorGraph::MergeSparse(const Collective& c, size_t member, Slot& slot) {
   const int n = places();
   Variable* const* vars = &slot.collective_vars[c.order][member * (n + 1)];
+  const bool compressed = slot.collective_compressed[c.order][member] != 0;
+  const GradientCompression kind = build_.gradient_compression;
+  std::vector<SelectedRows> quantized(compressed ? static_cast<size_t>(n) : 0);
   std::vector<const SelectedRows*> parts;
+  auto& [raw_bytes, merged_bytes] = slot.collective_bytes[static_cast<size_t>(c.order)];
   for (int q = 0; q < n; ++q) {
     RILL_CHECK(vars[q]->holds_selected_rows(), kInvalidArgument, "gradient \"", c.members[member],
                "\" holds selected rows on place 0 but not on place ", q);
-    parts.push_back(&vars[q]->selected_rows());
+    const SelectedRows& given = vars[q]->selected_rows();
+    const int64_t row_bytes = static_cast<int64_t>(given.rows.size() * sizeof(int64_t));
+    raw_bytes += static_cast<int64_t>(given.value.bytes()) + row_bytes;
+    if (!compressed) {
+      merged_bytes += static_cast<int64_t>(given.value.bytes()) + row_bytes;
+      parts.push_back(&given);
+      continue;
+    }
+    SelectedRows& part = quantized[static_cast<size_t>(q)];
+    part = given.Merged();  // each row once: its residual is added once
+    std::vector<float>& residual = Residual(c, member, q, -1);
+    const QuantizedValues codes = QuantizeRowsWithFeedback(&part, &residual, kind);
+    Dequantize(codes, part.value.mutable_data<float>());
+    merged_bytes += codes.bytes() + static_cast<int64_t>(part.rows.size() * sizeof(int64_t));
+    parts.push_back(&part);
   }
   SelectedRows merged = MergeSelectedRows(parts);
   if (c.reduce) {
@@ -39,6 +63,63 @@ void ActorGraph::MergeSparse(const Collective& c, size_t member, Slot& slot) {
     return;
   }
   for (int q = 0; q < n; ++q) *vars[q]->mutable_selected_rows() = merged;
+}
+
+bool ActorGraph::Compresses(const Variable& gradient) const {
+  if (build_.gradient_compression == GradientCompression::kNone) return false;
+  if (gradient.holds_selected_rows()) {
+    const SelectedRows& rows = gradient.selected_rows();
+    if (!rows.value.initialized() || rows.value.dtype() != DataType::kFloat32) return false;
+    const int64_t width = rows.rows.empty() ? 0 : rows.value.numel() / rows.value.dim(0);
+    return rows.height * width >= build_.compression_min_elements;
+  }
+  const Tensor& t = gradient.tensor();
+  return t.initialized() && t.dtype() == DataType::kFloat32 &&
+         t.numel() >= build_.compression_min_elements;
+}
+
+std::vector<float>& ActorGraph::Residual(const Collective& c, size_t member, int place,
+                                         int64_t elements) {
+  auto& residuals = merge_residuals_[static_cast<size_t>(c.order)];
+  const size_t n = static_cast<size_t>(places());
+  if (residuals.size() < c.members.size() * n) residuals.resize(c.members.size() * n);
+  std::vector<float>& r = residuals[member * n + static_cast<size_t>(place)];
+  if (elements >= 0 && static_cast<int64_t>(r.size()) != elements) {
+    r.assign(static_cast<size_t>(elements), 0.0f);
+  }
+  return r;
+}
+
+// [lo, hi) of member m: each place's values quantized with its feedback, in
+// pieces on the member's 256-value grid, and what they read back summed in
+// place order into every place's gradient (allreduce) or the shared copy.
+void ActorGraph::MergeCompressed(const Collective& c, size_t m, Variable* const* places_vars,
+                                 int64_t lo, int64_t hi) {
+  const int n = places();
+  auto& residuals = merge_residuals_[static_cast<size_t>(c.order)];
+  const GradientCompression kind = build_.gradient_compression;
+  float* shared = c.reduce ? places_vars[n]->mutable_tensor()->mutable_data<float>() : nullptr;
+  float sum[kCompressionChunk], back[kCompressionChunk];
+  for (int64_t b = lo; b < hi;) {
+    const int64_t end = std::min(hi, (b / kCompressionChunk + 1) * kCompressionChunk);
+    const int64_t len = end - b;
+    for (int q = 0; q < n; ++q) {
+      const float* g = places_vars[q]->tensor().data<float>() + b;
+      float* residual = residuals[m * static_cast<size_t>(n) + static_cast<size_t>(q)].data() + b;
+      QuantizeWithFeedback(g, residual, q == 0 ? sum : back, len, kind, kCompressionChunk);
+      if (q > 0) {
+        for (int64_t i = 0; i < len; ++i) sum[i] += back[i];
+      }
+    }
+    if (shared != nullptr) {
+      std::copy(sum, sum + len, shared + b);
+    } else {
+      for (int q = 0; q < n; ++q) {
+        std::copy(sum, sum + len, places_vars[q]->mutable_tensor()->mutable_data<float>() + b);
+      }
+    }
+    b = end;
+  }
 }
 
 void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
@@ -50,8 +131,21 @@ void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
   const int n = places();
   const auto& vars = slot.collective_vars[c.order];
   auto& sparse = slot.collective_sparse[c.order];
+  auto& compressed = slot.collective_compressed[c.order];
+  auto& [raw_bytes, merged_bytes] = slot.collective_bytes[static_cast<size_t>(c.order)];
+  raw_bytes = merged_bytes = 0;
   for (size_t m = 0; m < c.members.size(); ++m) {
-    sparse[m] = vars[m * (n + 1)]->holds_selected_rows() ? 1 : 0;
+    const Variable& first = *vars[m * (n + 1)];
+    sparse[m] = first.holds_selected_rows() ? 1 : 0;
+    compressed[m] = Compresses(first) ? 1 : 0;
+    if (sparse[m] || !first.tensor().initialized()) continue;  // counted by MergeSparse
+    const int64_t numel = first.tensor().numel();
+    raw_bytes += n * static_cast<int64_t>(first.tensor().bytes());
+    merged_bytes += n * (compressed[m] ? CompressedBytes(build_.gradient_compression, numel)
+                                       : static_cast<int64_t>(first.tensor().bytes()));
+    if (compressed[m]) {
+      for (int p = 0; p < n; ++p) Residual(c, m, p, numel);  // sized before the chunks run
+    }
   }
   if (c.reduce && !slot.cancelled.load(std::memory_order_relaxed)) {
     // The shared copies the chunks write into, shaped like the places' gradients.
@@ -134,6 +228,10 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
         offset += sizes[m];
         if (lo >= hi) continue;
         Variable* const* places_vars = &vars[m * (n + 1)];
+        if (slot.collective_compressed[c.order][m]) {
+          MergeCompressed(c, m, places_vars, lo, hi);
+          continue;
+        }
         VisitFloatType(places_vars[0]->tensor().dtype(), [&]<class T>() {
           // Block by block: sum the places' values in place order (the same
           // bits on every run), then write the sum where it goes.
@@ -172,7 +270,9 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
   if (slot.chunk_countdowns[c.order].Arrive(generation) == Countdown::Arrival::kReady) {
     if (traced) {
       TraceSpan(TraceEventKind::kCollective, trace_lane(c.node), c.node, -1,
-                slot.collective_issue_ns[static_cast<size_t>(c.order)], slot);
+                slot.collective_issue_ns[static_cast<size_t>(c.order)], slot,
+                slot.collective_bytes[static_cast<size_t>(c.order)].second,
+                slot.collective_bytes[static_cast<size_t>(c.order)].first);
     }
     Complete(&slot.tasks[c.node], slot, generation, &stream);
   }

@@ -218,6 +218,8 @@ void ActorGraph::ResetSlot(Slot& slot) {
   }
   slot.backward_pending.store(backward_nodes_, std::memory_order_relaxed);
   slot.overlapped.store(0, std::memory_order_relaxed);
+  std::fill(slot.collective_bytes.begin(), slot.collective_bytes.end(),
+            std::pair<int64_t, int64_t>{});
   slot.cancelled.store(false, std::memory_order_relaxed);
   slot.aborted.store(false, std::memory_order_relaxed);
   slot.graph_ended.store(false, std::memory_order_relaxed);
@@ -524,6 +526,11 @@ void ActorGraph::Finish(Slot& slot) {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     last_stats_.collectives = static_cast<int>(collectives_.size());
     last_stats_.collectives_overlapping_backward = slot.overlapped.load(std::memory_order_relaxed);
+    last_stats_.merge_bytes_raw = last_stats_.merge_bytes = 0;
+    for (const auto& [raw, merged] : slot.collective_bytes) {
+      last_stats_.merge_bytes_raw += raw;
+      last_stats_.merge_bytes += merged;
+    }
   }
   std::promise<std::vector<Tensor>> promise = std::move(slot.promise);
   DoneFn on_done = std::move(slot.on_done);

@@ -135,8 +135,10 @@ void ActorGraph::RegisterTrace() {
 }
 
 void ActorGraph::TraceSpan(TraceEventKind kind, int lane, int node, int stream_index,
-                           int64_t begin_ns, const Slot& slot) {
+                           int64_t begin_ns, const Slot& slot, int64_t bytes, int64_t raw_bytes) {
   TraceEvent e;
+  e.bytes = bytes;
+  e.raw_bytes = raw_bytes;
   e.kind = kind;
   e.begin_ns = begin_ns;
   e.end_ns = TraceRecorder::Now();

@@ -1,6 +1,8 @@
 // Counters the actor executor keeps about the last iteration it finished.
 #pragma once
 
+#include <cstdint>
+
 namespace rill {
 
 struct IterationStats {
@@ -8,6 +10,11 @@ struct IterationStats {
   // Merges issued while backward ops were still pending on some place:
   // merging overlapped the rest of backward.
   int collectives_overlapping_backward = 0;
+  // Bytes of the places' contributions to the gradient merges: as float32,
+  // and as merged (the codes and scales of compressed gradients, the rest as
+  // float32; selected rows' indices count in both).
+  int64_t merge_bytes_raw = 0;
+  int64_t merge_bytes = 0;
 };
 
 }  // namespace rill

@@ -184,7 +184,8 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
         w.Begin("X", "kernel", node ? node->type : "collective", e.lane, e.begin_ns);
         w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common << ",\"node\":" << e.node
                 << ",\"type\":" << Quoted(node ? node->type : "collective")
-                << ",\"collective\":" << (node ? node->collective : -1) << "}}";
+                << ",\"collective\":" << (node ? node->collective : -1) << ",\"bytes\":" << e.bytes
+                << ",\"raw_bytes\":" << e.raw_bytes << "}}";
         if (node == nullptr) break;
         auto it = arrivals.find(Key(e.iteration, e.lane));
         for (size_t p = 0; p < node->chunk_lanes.size() && it != arrivals.end(); ++p) {

@@ -57,11 +57,12 @@ const char* WaitKindName(WaitKind kind);
 struct TraceEvent {
   int64_t begin_ns = 0;  // steady clock
   int64_t end_ns = 0;
-  int64_t bytes = 0;  // a message's payload
-  uint32_t id = 0;    // pairs a message with its kReceive
-  int32_t lane = 0;   // the actor (a message's sender)
-  int32_t peer = 0;   // a message's receiver; a kernel's stream within its place
-  int32_t node = -1;  // graph node
+  int64_t bytes = 0;      // a message's payload; a gradient merge's bytes as merged
+  int64_t raw_bytes = 0;  // the same before compression (0: not compressed or not counted)
+  uint32_t id = 0;        // pairs a message with its kReceive
+  int32_t lane = 0;       // the actor (a message's sender)
+  int32_t peer = 0;       // a message's receiver; a kernel's stream within its place
+  int32_t node = -1;      // graph node
   int32_t iteration = -1;
   int32_t detail = -1;  // interned text: a message's variable, what a wait waits for
   uint16_t graph = 0;

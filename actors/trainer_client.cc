@@ -202,11 +202,58 @@ void TrainerClient::Push(const std::string& endpoint, const std::string& var,
                          const Variable& value) {
   Link& link = LinkFor(endpoint);
   if (auto failure = link.Failure()) std::rethrow_exception(failure);
-  proto::WireMessage message = value.holds_selected_rows()
-                                   ? WirePushRows(var, step(), value.selected_rows())
-                                   : WirePush(var, step(), value.tensor());
+  proto::WireMessage message = PushMessage(var, value);
   message.set_trainer_id(options_.trainer_id);
   caf::anon_send(link.actor, relay_atom::value, EncodeWire(message));
+}
+
+proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Variable& value) {
+  const bool rows = value.holds_selected_rows();
+  const Tensor& values = rows ? value.selected_rows().value : value.tensor();
+  const int64_t row_bytes =
+      rows ? static_cast<int64_t>(value.selected_rows().rows.size() * sizeof(int64_t)) : 0;
+  pushed_raw_bytes_.fetch_add(static_cast<int64_t>(values.bytes()) + row_bytes,
+                              std::memory_order_relaxed);
+  int64_t elements = values.initialized() ? values.numel() : 0;
+  if (rows && values.initialized() && values.rank() >= 1 && values.dim(0) > 0) {
+    elements = value.selected_rows().height * (values.numel() / values.dim(0));
+  }
+  if (options_.gradient_compression == GradientCompression::kNone || !values.initialized() ||
+      values.dtype() != DataType::kFloat32 || elements < options_.compression_min_elements) {
+    pushed_bytes_.fetch_add(static_cast<int64_t>(values.bytes()) + row_bytes,
+                            std::memory_order_relaxed);
+    return rows ? WirePushRows(var, step(), value.selected_rows())
+                : WirePush(var, step(), value.tensor());
+  }
+  std::vector<float>* residual;
+  {
+    std::lock_guard<std::mutex> lock(residuals_mutex_);
+    residual = &residuals_[var];  // a map's elements stay where they are
+  }
+  const GradientCompression kind = options_.gradient_compression;
+  proto::WireMessage message;
+  int64_t sent = 0;
+  if (rows) {
+    SelectedRows merged = value.selected_rows().Merged();  // each row's residual once
+    const QuantizedValues q = QuantizeRowsWithFeedback(&merged, residual, kind);
+    message = WirePushCompressed(var, step(), merged.value.shape(), q, &merged);
+    sent = q.bytes() + static_cast<int64_t>(merged.rows.size() * sizeof(int64_t));
+  } else {
+    if (residual->size() != static_cast<size_t>(values.numel())) {
+      residual->assign(static_cast<size_t>(values.numel()), 0.0f);
+    }
+    const QuantizedValues q =
+        QuantizeWithFeedback(values.data<float>(), residual->data(), values.numel(), kind);
+    message = WirePushCompressed(var, step(), values.shape(), q);
+    sent = q.bytes();
+  }
+  pushed_bytes_.fetch_add(sent, std::memory_order_relaxed);
+  return message;
+}
+
+TrainerClient::Counters TrainerClient::counters() const {
+  return {steps_.load(std::memory_order_relaxed), pushed_raw_bytes_.load(std::memory_order_relaxed),
+          pushed_bytes_.load(std::memory_order_relaxed)};
 }
 
 void TrainerClient::Pull(const std::string& endpoint, const std::string& var, int64_t min_step,

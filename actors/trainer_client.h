@@ -17,11 +17,14 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 #include "actors/wire.h"
+#include "runtime/gradient_compression.h"
 #include "runtime/scope.h"
 #include "runtime/tensor.h"
 
@@ -39,6 +42,11 @@ struct TrainerClientOptions {
   // A server heard from less recently than this is declared dead.
   std::chrono::milliseconds peer_timeout{5000};
   WireLimits limits;
+  // Gradients pushed with at least compression_min_elements elements
+  // (selected rows: height times width) are quantized, with error feedback
+  // kept per variable; the server reads them back as float32.
+  GradientCompression gradient_compression = GradientCompression::kNone;
+  int64_t compression_min_elements = kCompressionMinElements;
 };
 
 // A VarObject: the send and recv ops find it in their scope (or a parent),
@@ -61,7 +69,10 @@ class TrainerClient : public VarObject {
   // The servers' step when this trainer connected (0, or a checkpoint's).
   int64_t start_step() const { return start_step_; }
   // The step pushes carry from now on.
-  void set_step(int64_t step) { step_.store(step); }
+  void set_step(int64_t step) {
+    step_.store(step);
+    steps_.fetch_add(1, std::memory_order_relaxed);
+  }
   int64_t step() const { return step_.load(); }
 
   // Sends `value` (a dense tensor or selected rows) as gradient `var` of the
@@ -73,6 +84,16 @@ class TrainerClient : public VarObject {
   void Pull(const std::string& endpoint, const std::string& var, int64_t min_step, PullDone done);
   // Pull, waiting for the answer.
   Tensor PullNow(const std::string& endpoint, const std::string& var, int64_t min_step);
+
+  // Gradient bytes pushed so far: as float32 and as sent (codes and scales of
+  // compressed values; selected rows' indices count in both), and the
+  // set_step calls (steps) they span.
+  struct Counters {
+    int64_t steps = 0;
+    int64_t pushed_raw_bytes = 0;
+    int64_t pushed_bytes = 0;
+  };
+  Counters counters() const;
 
   // Says BYE to every live server: this trainer is done.
   void Finish();
@@ -90,12 +111,19 @@ class TrainerClient : public VarObject {
 
  private:
   Link& LinkFor(const std::string& endpoint);
+  // The PUSH of `value`, compressed when the options say so.
+  proto::WireMessage PushMessage(const std::string& var, const Variable& value);
 
   std::shared_ptr<Runtime> runtime_;
   TrainerClientOptions options_;
   std::vector<std::shared_ptr<Link>> links_;
   int64_t start_step_ = 0;
   std::atomic<int64_t> step_{0};
+  std::atomic<int64_t> steps_{0};
+  std::atomic<int64_t> pushed_raw_bytes_{0};
+  std::atomic<int64_t> pushed_bytes_{0};
+  std::mutex residuals_mutex_;  // guards the map; each vector is its own variable's
+  std::map<std::string, std::vector<float>> residuals_;
 };
 
 }  // namespace rill

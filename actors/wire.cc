@@ -2,6 +2,8 @@
 
 #include <google/protobuf/stubs/logging.h>
 
+#include <cmath>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -32,15 +34,8 @@ WireMessage ValueMessage(WireMessage::Kind kind, const std::string& var, int64_t
   return message;
 }
 
-// The element bytes must match dtype and shape (TensorFromProto checks the
-// same when the payload is taken out; checked here without copying it).
-void CheckTensor(const proto::TensorProto& tensor, const std::string& where) {
-  if (tensor.dtype() == proto::DT_INVALID || !proto::DataType_IsValid(tensor.dtype())) {
-    Fail(ErrorCode::kInvalidArgument, where, ": the tensor has invalid data type ",
-         static_cast<int>(tensor.dtype()));
-  }
-  const DataType dtype = FromProto(tensor.dtype());
-  const Shape shape(tensor.shape().begin(), tensor.shape().end());
+// Dimensions, each >= 0, and their product without overflow.
+int64_t CheckedNumel(const Shape& shape, const std::string& where) {
   int64_t numel = 1;
   for (int64_t d : shape) {
     if (d < 0)
@@ -51,12 +46,86 @@ void CheckTensor(const proto::TensorProto& tensor, const std::string& where) {
     }
     numel *= d;
   }
+  return numel;
+}
+
+// The element bytes must match dtype and shape (TensorFromProto checks the
+// same when the payload is taken out; checked here without copying it).
+void CheckTensor(const proto::TensorProto& tensor, const std::string& where) {
+  if (tensor.dtype() == proto::DT_INVALID || !proto::DataType_IsValid(tensor.dtype())) {
+    Fail(ErrorCode::kInvalidArgument, where, ": the tensor has invalid data type ",
+         static_cast<int>(tensor.dtype()));
+  }
+  const DataType dtype = FromProto(tensor.dtype());
+  const Shape shape(tensor.shape().begin(), tensor.shape().end());
+  const int64_t numel = CheckedNumel(shape, where);
   const size_t item = SizeOf(dtype);
   const size_t bytes = tensor.data().size();
   if (static_cast<uint64_t>(numel) > bytes / item || static_cast<size_t>(numel) * item != bytes) {
     Fail(ErrorCode::kInvalidArgument, where, ": the tensor is ", DataTypeName(dtype),
          ShapeToString(shape), " but holds ", bytes, " bytes");
   }
+}
+
+constexpr int32_t kMaxCompressionChunk = 1 << 20;
+
+GradientCompression CodesKind(int codes) {
+  return codes == proto::CompressedTensor::INT4 ? GradientCompression::kInt4
+                                                : GradientCompression::kInt8;
+}
+
+void CheckCompressed(const proto::CompressedTensor& c, const std::string& where) {
+  if (c.codes() == proto::CompressedTensor::CODES_INVALID ||
+      !proto::CompressedTensor::Codes_IsValid(c.codes())) {
+    Fail(ErrorCode::kInvalidArgument, where, ": the compressed tensor has unknown codes ",
+         static_cast<int>(c.codes()));
+  }
+  if (c.chunk() < 1 || c.chunk() > kMaxCompressionChunk) {
+    Fail(ErrorCode::kInvalidArgument, where, ": compression chunk ", c.chunk(), " is outside [1, ",
+         kMaxCompressionChunk, "]");
+  }
+  const Shape shape(c.dims().begin(), c.dims().end());
+  const int64_t numel = CheckedNumel(shape, where);
+  const bool int4 = c.codes() == proto::CompressedTensor::INT4;
+  // Sizes are compared after dividing, so a huge shape cannot overflow them.
+  const uint64_t codes = c.data().size();
+  if (static_cast<uint64_t>(numel) / (int4 ? 2 : 1) > codes ||
+      codes != static_cast<uint64_t>(int4 ? (numel + 1) / 2 : numel)) {
+    Fail(ErrorCode::kInvalidArgument, where, ": the compressed tensor is float32",
+         ShapeToString(shape), " but holds ", codes, " bytes of ", int4 ? "int4" : "int8",
+         " codes");
+  }
+  const uint64_t chunks = (static_cast<uint64_t>(numel) + c.chunk() - 1) / c.chunk();
+  if (c.scales().size() != chunks * sizeof(float)) {
+    Fail(ErrorCode::kInvalidArgument, where, ": ", chunks, " chunks of ", c.chunk(),
+         " values need ", chunks * sizeof(float), " bytes of scales, got ", c.scales().size());
+  }
+  for (uint64_t i = 0; i < chunks; ++i) {
+    float scale;
+    std::memcpy(&scale, c.scales().data() + i * sizeof(float), sizeof(float));
+    if (scale < 0 || std::isinf(scale)) {  // NaN is allowed: a chunk that was not finite
+      Fail(ErrorCode::kInvalidArgument, where, ": scale ", i, " is ", scale);
+    }
+  }
+  const int lowest = -CompressionLevels(CodesKind(c.codes()));
+  for (uint64_t i = 0; i < codes; ++i) {
+    const auto byte = static_cast<uint8_t>(c.data()[i]);
+    const bool last_odd = int4 && numel % 2 == 1 && i + 1 == codes;
+    const int low = int4 ? (byte & 0xF) - ((byte & 0x8) << 1) : static_cast<int8_t>(byte);
+    const int high = (byte >> 4) - ((byte & 0x80) >> 3);
+    if (low < lowest || (int4 && (last_odd ? high != 0 : high < lowest))) {
+      Fail(ErrorCode::kInvalidArgument, where, ": code byte ", i, " (", static_cast<int>(byte),
+           ") is outside [", lowest, ", ", -lowest, "]", last_odd ? " or has a high nibble" : "");
+    }
+  }
+}
+
+// The shape of the value a PUSH or VALUE carries.
+Shape ValueShape(const WireMessage& message) {
+  if (message.has_compressed()) {
+    return Shape(message.compressed().dims().begin(), message.compressed().dims().end());
+  }
+  return Shape(message.tensor().shape().begin(), message.tensor().shape().end());
 }
 
 // Selected rows: one index in [0, height) per row of the tensor. A dense value
@@ -71,11 +140,11 @@ void CheckRows(const WireMessage& message, const std::string& where) {
   }
   const int64_t height = message.height();
   if (height < 0) Fail(ErrorCode::kInvalidArgument, where, ": negative height ", height);
-  const auto& shape = message.tensor().shape();
+  const Shape shape = ValueShape(message);
   if (shape.empty() || shape[0] != message.rows_size()) {
     Fail(ErrorCode::kInvalidArgument, where, ": ", message.rows_size(),
-         " selected rows but the tensor has shape ",
-         ShapeToString(Shape(shape.begin(), shape.end())), " (dim 0 must be the row count)");
+         " selected rows but the tensor has shape ", ShapeToString(shape),
+         " (dim 0 must be the row count)");
   }
   for (int i = 0; i < message.rows_size(); ++i) {
     const int64_t row = message.rows(i);
@@ -114,11 +183,18 @@ void CheckMessage(const WireMessage& message, const std::string& peer) {
     default: break;
   }
   if (CarriesValue(kind)) {
-    RILL_CHECK(message.has_tensor(), kInvalidArgument, where, ": no tensor");
-    CheckTensor(message.tensor(), where);
+    RILL_CHECK(message.has_tensor() != message.has_compressed(), kInvalidArgument, where,
+               message.has_tensor() ? ": both a tensor and a compressed tensor" : ": no tensor");
+    if (message.has_compressed()) {
+      RILL_CHECK(kind == WireMessage::PUSH, kInvalidArgument, where,
+                 ": only a PUSH carries a compressed tensor");
+      CheckCompressed(message.compressed(), where);
+    } else {
+      CheckTensor(message.tensor(), where);
+    }
     CheckRows(message, where);
-  } else if (message.has_tensor() || message.selected_rows() || message.rows_size() != 0 ||
-             message.height() != 0) {
+  } else if (message.has_tensor() || message.has_compressed() || message.selected_rows() ||
+             message.rows_size() != 0 || message.height() != 0) {
     Fail(ErrorCode::kInvalidArgument, where, ": a ", WireKindName(kind), " carries no value");
   }
 }
@@ -159,6 +235,33 @@ WireMessage WirePushRows(const std::string& var, int64_t step, const SelectedRow
   message.set_selected_rows(true);
   message.mutable_rows()->Add(value.rows.begin(), value.rows.end());
   message.set_height(value.height);
+  return message;
+}
+
+WireMessage WirePushCompressed(const std::string& var, int64_t step, const Shape& shape,
+                               const QuantizedValues& q, const SelectedRows* rows) {
+  RILL_CHECK(q.kind != GradientCompression::kNone && NumElements(shape) == q.count,
+             kInvalidArgument, "cannot push \"", var, "\": ", q.count,
+             " compressed values for shape ", ShapeToString(shape));
+  WireMessage message;
+  message.set_kind(WireMessage::PUSH);
+  message.set_var(var);
+  message.set_step(step);
+  proto::CompressedTensor& c = *message.mutable_compressed();
+  c.set_codes(q.kind == GradientCompression::kInt4 ? proto::CompressedTensor::INT4
+                                                   : proto::CompressedTensor::INT8);
+  c.set_chunk(q.chunk);
+  c.mutable_dims()->Add(shape.begin(), shape.end());
+  c.set_scales(reinterpret_cast<const char*>(q.scales.data()), q.scales.size() * sizeof(float));
+  c.set_data(q.codes);
+  if (rows != nullptr) {
+    RILL_CHECK(!shape.empty() && shape[0] == static_cast<int64_t>(rows->rows.size()),
+               kInvalidArgument, "cannot push \"", var, "\": ", rows->rows.size(),
+               " selected rows for values of shape ", ShapeToString(shape));
+    message.set_selected_rows(true);
+    message.mutable_rows()->Add(rows->rows.begin(), rows->rows.end());
+    message.set_height(rows->height);
+  }
   return message;
 }
 
@@ -218,20 +321,45 @@ WireMessage DecodeWire(const std::string& bytes, const WireLimits& limits,
   return message;
 }
 
+namespace {
+
+bool HasValue(const WireMessage& message) {
+  return CarriesValue(message.kind()) && (message.has_tensor() || message.has_compressed());
+}
+
+// The value of a decoded message (checked by DecodeWire), compressed or not.
+Tensor ValueOf(const WireMessage& message) {
+  if (!message.has_compressed()) return TensorFromProto(message.tensor(), PayloadSource(message));
+  const proto::CompressedTensor& c = message.compressed();
+  QuantizedValues q;
+  q.kind = CodesKind(c.codes());
+  q.chunk = c.chunk();
+  const Shape shape(c.dims().begin(), c.dims().end());
+  q.count = NumElements(shape);
+  q.scales.resize(c.scales().size() / sizeof(float));
+  std::memcpy(q.scales.data(), c.scales().data(), q.scales.size() * sizeof(float));
+  q.codes = c.data();
+  Tensor value(DataType::kFloat32, shape);
+  Dequantize(q, value.mutable_data<float>());
+  return value;
+}
+
+}  // namespace
+
 Tensor WireTensor(const WireMessage& message) {
-  RILL_CHECK(CarriesValue(message.kind()) && message.has_tensor() && !message.selected_rows(),
-             kInvalidArgument, PayloadSource(message), " carries no dense value",
+  RILL_CHECK(HasValue(message) && !message.selected_rows(), kInvalidArgument,
+             PayloadSource(message), " carries no dense value",
              message.selected_rows() ? " (it carries selected rows)" : "");
-  return TensorFromProto(message.tensor(), PayloadSource(message));
+  return ValueOf(message);
 }
 
 SelectedRows WireRows(const WireMessage& message) {
-  RILL_CHECK(CarriesValue(message.kind()) && message.has_tensor() && message.selected_rows(),
-             kInvalidArgument, PayloadSource(message), " carries no selected rows");
+  RILL_CHECK(HasValue(message) && message.selected_rows(), kInvalidArgument, PayloadSource(message),
+             " carries no selected rows");
   SelectedRows value;
   value.rows.assign(message.rows().begin(), message.rows().end());
   value.height = message.height();
-  value.value = TensorFromProto(message.tensor(), PayloadSource(message));
+  value.value = ValueOf(message);
   return value;
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "proto/wire.pb.h"
+#include "runtime/gradient_compression.h"
 #include "runtime/selected_rows.h"
 #include "runtime/tensor.h"
 
@@ -42,6 +43,10 @@ proto::WireMessage WireHelloReply(int64_t step);
 proto::WireMessage WirePush(const std::string& var, int64_t step, const Tensor& value);
 // PUSH of a row-sparse value.
 proto::WireMessage WirePushRows(const std::string& var, int64_t step, const SelectedRows& value);
+// PUSH of a compressed float32 value of `shape` (q.count elements); with
+// `rows` (not null), of the selected rows' values ([rows.size(), ...] = shape).
+proto::WireMessage WirePushCompressed(const std::string& var, int64_t step, const Shape& shape,
+                                      const QuantizedValues& q, const SelectedRows* rows = nullptr);
 proto::WireMessage WirePull(const std::string& var);
 // VALUE answering a PULL: the variable as of `step`.
 proto::WireMessage WireValue(const std::string& var, int64_t step, const Tensor& value);
@@ -59,8 +64,10 @@ std::string EncodeWire(const proto::WireMessage& message);
 // before parsing), a known kind, and the fields that kind needs present and
 // consistent (see proto/wire.proto): a HELLO or BYE has trainer_id >= 0; a
 // PUSH, PULL or VALUE names a variable; a PUSH or VALUE carries a tensor
-// whose bytes match its dtype and shape, and, for selected rows, one row
-// index in [0, height) per row of the tensor; an ERROR has its text.
+// whose bytes match its dtype and shape (a PUSH may carry a compressed tensor
+// instead: known codes, a chunk >= 1, as many scales as chunks, none negative
+// or infinite, as many codes as values, each in range), and, for selected
+// rows, one row index in [0, height) per row of the value; an ERROR has its text.
 // Throws rill::Error (kParse for bytes that are not a message, kInvalidArgument
 // for a message that breaks these rules) whose text names `peer` (for example
 // "trainer 1 at 10.0.0.2:7164") and what is wrong.
@@ -71,6 +78,7 @@ proto::WireMessage DecodeWire(const std::string& bytes, const WireLimits& limits
 
 // The dense value. Throws kInvalidArgument when the message carries selected
 // rows or no value.
+// A compressed value is read back as float32 (the codes times their scales).
 Tensor WireTensor(const proto::WireMessage& message);
 // The row-sparse value. Throws kInvalidArgument when the message carries a
 // dense value or no value.

@@ -22,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/selected_rows.h"
+
 namespace rill {
 
 enum class GradientCompression { kNone, kInt8, kInt4 };
@@ -74,5 +76,13 @@ void QuantizeWithFeedback(const float* gradient, float* residual, float* out, in
 // updates the residual (null: none).
 QuantizedValues QuantizeWithFeedback(const float* gradient, float* residual, int64_t count,
                                      GradientCompression kind, int chunk = kCompressionChunk);
+
+// Selected rows (each row once: SelectedRows::Merged). `residual` is a
+// [height, width] table of what earlier steps dropped, sized (zeros) here
+// when it does not fit: each row's residual is added to its values, which are
+// quantized; what was dropped replaces those rows of the table. Leaves
+// gradient + residual in rows->value and returns its codes.
+QuantizedValues QuantizeRowsWithFeedback(SelectedRows* rows, std::vector<float>* residual,
+                                         GradientCompression kind);
 
 }  // namespace rill

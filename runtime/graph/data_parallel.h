@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "proto/program.pb.h"
+#include "runtime/gradient_compression.h"
 
 namespace rill {
 
@@ -38,6 +39,13 @@ struct BuildStrategy {
   // Gradients under this many bytes are merged together, in buckets of up to
   // this size (0: every gradient on its own).
   int64_t fuse_bytes = 256 * 1024;
+  // Each place's contribution to a merge is quantized (with its own error
+  // feedback) and the merge sums what the codes read back, in float32; the
+  // result goes back at full precision. Gradients with fewer elements than
+  // compression_min_elements (selected rows: rows of the dense tensor times
+  // its width) stay float32 (runtime/gradient_compression.h).
+  GradientCompression gradient_compression = GradientCompression::kNone;
+  int64_t compression_min_elements = kCompressionMinElements;
 };
 
 // Where the op at one index of the planned block runs.
@@ -56,9 +64,9 @@ struct DataParallelPlan {
   int block_index = 0;
   int places = 1;
   BuildStrategy strategy;
-  std::vector<OpPlacement> ops;    // by op index in the planned block
-  std::set<std::string> shared;    // variables with one copy for all places
-  std::string loss_scale;          // the per-place loss scale variable, or ""
+  std::vector<OpPlacement> ops;  // by op index in the planned block
+  std::set<std::string> shared;  // variables with one copy for all places
+  std::string loss_scale;        // the per-place loss scale variable, or ""
   int collectives = 0;
 
   bool IsShared(const std::string& name) const { return shared.count(name) > 0; }

@@ -39,6 +39,7 @@ TraceEvent IndexEvent(const json& e, size_t index, const std::string& path) {
     event.place = IntField(*args, "place");
     event.stream = IntField(*args, "stream");
     event.bytes = IntField(*args, "bytes", 0);
+    event.raw_bytes = IntField(*args, "raw_bytes");
     event.type = StringField(*args, "type");
   }
   return event;

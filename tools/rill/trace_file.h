@@ -36,8 +36,11 @@ struct TraceEvent {
   int64_t node = kNone;
   int64_t place = kNone;
   int64_t stream = kNone;
-  int64_t bytes = 0;  // args.bytes of a message, else 0
-  std::string type;   // args.type of a kernel, else empty
+  int64_t bytes = 0;  // args.bytes of a message or a gradient merge, else 0
+  // args.raw_bytes: a gradient merge's or a sent gradient's bytes as float32
+  // (bytes is what was merged or sent); kNone when absent.
+  int64_t raw_bytes = kNone;
+  std::string type;  // args.type of a kernel, else empty
 
   double end() const { return ts + dur; }
 };

@@ -110,6 +110,25 @@ std::vector<MessageStats> Messages(const Trace& trace) {
   return out;
 }
 
+// Gradient merges are the X events with args.raw_bytes; sent gradients the
+// message events with it.
+std::vector<GradientBytes> GradientBytesOf(const Trace& trace) {
+  GradientBytes merge{"merge"}, send{"send"};
+  for (const TraceEvent& e : trace.events) {
+    if (e.raw_bytes == kNone) continue;
+    GradientBytes* kind = e.phase == "X" ? &merge : e.phase == "s" ? &send : nullptr;
+    if (kind == nullptr) continue;
+    kind->count += 1;
+    kind->raw_bytes += e.raw_bytes;
+    kind->bytes += e.bytes;
+  }
+  std::vector<GradientBytes> out;
+  for (const GradientBytes& kind : {merge, send}) {
+    if (kind.count > 0) out.push_back(kind);
+  }
+  return out;
+}
+
 std::vector<WaitStats> Waits(const Trace& trace) {
   std::map<std::tuple<int64_t, int64_t, std::string>, WaitStats> groups;
   for (const TraceEvent& e : trace.events) {
@@ -202,6 +221,7 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
   summary.lanes = LaneUsages(trace, summary.span_us);
   summary.streams = StreamUsages(trace, summary.span_us);
   summary.messages = Messages(trace);
+  summary.gradient_bytes = GradientBytesOf(trace);
   summary.waits = Waits(trace);
   summary.ops = Ops(trace, &summary.kernel_us);
   summary.iterations = Iterations(trace, options.graph);

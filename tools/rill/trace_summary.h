@@ -15,6 +15,10 @@
 //   streams:  [{pid, place, stream, name ("stream P.S"), process, kernels, kernel_us,
 //               utilisation}], by kernel_us
 //   messages: [{kind, count, bytes}], by count
+//   gradient_bytes: [{kind, count, raw_bytes, bytes, ratio}]: gradient merges ("merge",
+//             the places' contributions) and gradients sent to servers ("send"), as
+//             float32 (raw_bytes) and as merged or sent (bytes: compressed); ratio =
+//             bytes / raw_bytes. Empty when the trace has none.
 //   waits:    [{input, place, name, count, total_us, mean_us}], by total_us; input is the
 //             merged input (pid / 1000), 0 in a file that is not merged
 //   ops:      [{type, count, total_us, mean_us, share}], the top K by total_us; type is
@@ -67,6 +71,13 @@ struct MessageStats {
   int64_t bytes = 0;
 };
 
+struct GradientBytes {
+  std::string kind;  // merge, send
+  int64_t count = 0;
+  int64_t raw_bytes = 0;
+  int64_t bytes = 0;
+};
+
 struct WaitStats {
   int64_t input = 0;  // pid / kMergedPidStride: which input of a merged file
   int64_t place = kNone;
@@ -114,6 +125,7 @@ struct Summary {
   std::vector<LaneUsage> lanes;  // lanes with busy time, the busiest first
   std::vector<StreamUsage> streams;
   std::vector<MessageStats> messages;
+  std::vector<GradientBytes> gradient_bytes;
   std::vector<WaitStats> waits;
   std::vector<OpStats> ops;  // every op type, the most kernel time first
   std::optional<IterationStats> iterations;

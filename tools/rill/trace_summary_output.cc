@@ -51,6 +51,10 @@ std::string OrDash(int64_t value) { return value == kNone ? "-" : std::to_string
 double Us(double value) { return std::round(value * 1000) / 1000; }
 double Share(double value) { return std::round(value * 10000) / 10000; }
 
+double BytesRatio(const GradientBytes& g) {
+  return g.raw_bytes > 0 ? static_cast<double>(g.bytes) / static_cast<double>(g.raw_bytes) : 0;
+}
+
 void WriteLanes(const Summary& s, int top, std::ostream& out) {
   out << Format("\nlanes by busy time (%d of %zu)\n", std::min<int>(top, s.lanes.size()),
                 s.lanes.size());
@@ -77,6 +81,14 @@ void WriteMessagesAndWaits(const Summary& s, std::ostream& out) {
     for (const MessageStats& m : s.messages) {
       out << Format("  %-12s %10lld  %12s\n", m.kind.c_str(), static_cast<long long>(m.count),
                     Bytes(m.bytes).c_str());
+    }
+  }
+  if (!s.gradient_bytes.empty()) {
+    out << "\ngradient bytes   count       float32     as merged/sent   ratio\n";
+    for (const GradientBytes& g : s.gradient_bytes) {
+      out << Format("  %-10s %9lld  %12s  %15s  %6.3f\n", g.kind.c_str(),
+                    static_cast<long long>(g.count), Bytes(g.raw_bytes).c_str(),
+                    Bytes(g.bytes).c_str(), BytesRatio(g));
     }
   }
   if (!s.waits.empty()) {
@@ -219,6 +231,14 @@ json SummaryToJson(const Summary& s, int top) {
   json& messages = out["messages"] = json::array();
   for (const MessageStats& m : s.messages) {
     messages.push_back({{"kind", m.kind}, {"count", m.count}, {"bytes", m.bytes}});
+  }
+  json& gradient_bytes = out["gradient_bytes"] = json::array();
+  for (const GradientBytes& g : s.gradient_bytes) {
+    gradient_bytes.push_back({{"kind", g.kind},
+                              {"count", g.count},
+                              {"raw_bytes", g.raw_bytes},
+                              {"bytes", g.bytes},
+                              {"ratio", Share(BytesRatio(g))}});
   }
   json& waits = out["waits"] = json::array();
   for (const WaitStats& w : s.waits) {

@@ -45,6 +45,9 @@ constexpr const char* kUsage = R"(usage: rill train [flags]
   --executor actor|sequential   the actor executor (default) or the reference
   --places P               cpu (default) or cpu:N: N replicas, each on a slice of the batch
   --strategy allreduce|reduce   how replicas merge gradients (default allreduce)
+  --gradient-compression none|int8|int4   quantize gradients of 4096 elements or more
+                           for the merge between places and the push to parameter
+                           servers, with error feedback (default none)
   --threads N              threads running ops in the actor executor (default: one per place)
   --blas-threads N         OpenBLAS threads (default: cores / --threads)
   --input pipeline|preloaded   stream training batches through the input pipeline
@@ -78,6 +81,7 @@ struct TrainOptions {
   std::string executor = "actor";
   std::string places = "cpu";
   std::string strategy = "allreduce";
+  std::string gradient_compression = "none";
   int threads = 0;  // 0: one per place
   int blas_threads = 0;
   std::string save;
@@ -191,6 +195,7 @@ double PeakRssMiB() {
 // Connects a trainer to its servers, makes it the process's client for the
 // send and recv ops, and pulls the parameters it starts from.
 std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role,
+                                              GradientCompression compression,
                                               std::shared_ptr<Runtime> runtime,
                                               const proto::ProgramDesc& program, Scope* scope) {
   TrainerClientOptions options;
@@ -201,6 +206,7 @@ std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role,
   options.peer_timeout = std::chrono::milliseconds(role.peer_timeout_ms);
   options.connect_timeout = std::chrono::milliseconds(role.connect_timeout_ms);
   options.limits.max_message_bytes = static_cast<size_t>(role.max_message_mb) << 20;
+  options.gradient_compression = compression;
   auto client = std::make_shared<TrainerClient>(std::move(runtime), options);
   TrainerClient::Install(scope, client);
   PullParameters(program, *client, scope);
@@ -209,6 +215,23 @@ std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role,
                  static_cast<long long>(client->start_step()));
   }
   return client;
+}
+
+// A trainer's gradient bytes pushed per step this epoch, as float32 and as
+// sent; zeros without a client.
+struct SentPerStep {
+  double raw_per_step = 0;
+  double per_step = 0;
+};
+
+SentPerStep SentBytes(const TrainerClient* client, TrainerClient::Counters* before) {
+  if (client == nullptr) return {};
+  const TrainerClient::Counters now = client->counters();
+  const double steps = static_cast<double>(std::max<int64_t>(1, now.steps - before->steps));
+  SentPerStep out{static_cast<double>(now.pushed_raw_bytes - before->pushed_raw_bytes) / steps,
+                  static_cast<double>(now.pushed_bytes - before->pushed_bytes) / steps};
+  *before = now;
+  return out;
 }
 
 int Train(const TrainOptions& opt) {
@@ -282,8 +305,10 @@ int Train(const TrainOptions& opt) {
     strategy.blas_threads = blas;
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
+    build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
     auto runtime = std::make_shared<Runtime>(threads, 1, /*network=*/distributed);
-    if (distributed) client = ConnectTrainer(opt.role, runtime, train_program, &scope);
+    if (distributed)
+      client = ConnectTrainer(opt.role, build.gradient_compression, runtime, train_program, &scope);
     ExecutionStrategy traced = strategy;
     traced.trace = trace;
     auto actors =
@@ -307,6 +332,7 @@ int Train(const TrainOptions& opt) {
       distributed ? static_cast<size_t>(opt.role.trainer_id) * static_cast<size_t>(opt.batch) : 0;
   const int64_t start_step = client ? client->start_step() : 0;
   int64_t global_step = 0;
+  TrainerClient::Counters sent_before;  // the client's counters at the start of the epoch
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
     if (!pipelined) {
       std::iota(order.begin(), order.end(), 0);
@@ -362,20 +388,27 @@ int Train(const TrainOptions& opt) {
       if (epoch < opt.epochs) pipeline->StartEpoch(epoch + 1);
     }
     const Evaluation result = Evaluate(*eval, test, model);
+    const SentPerStep sent = SentBytes(client.get(), &sent_before);
     if (opt.json) {
+      const IterationStats stats =
+          actor_step ? actor_step->executor().last_stats() : IterationStats{};
       std::printf(
           "{\"epoch\": %d, \"model\": \"%s\", \"executor\": \"%s\", \"places\": %zu, "
           "\"strategy\": \"%s\", \"threads\": %d, \"steps\": %zu, \"train_loss\": %.6f, "
           "\"test_loss\": %.6f, \"test_accuracy\": %.4f, \"samples_per_sec\": %.1f, "
           "\"seconds\": %.3f, \"peak_rss_mib\": %.1f, \"peak_tensor_mib\": %.1f, "
           "\"merges_per_step\": %d, "
-          "\"merges_overlapping_backward\": %d, \"input\": \"%s\", \"input_batches\": %lld, "
+          "\"merges_overlapping_backward\": %d, \"gradient_compression\": \"%s\", "
+          "\"merge_raw_bytes_per_step\": %lld, \"merge_bytes_per_step\": %lld, "
+          "\"sent_raw_bytes_per_step\": %.0f, \"sent_bytes_per_step\": %.0f, "
+          "\"input\": \"%s\", \"input_batches\": %lld, "
           "\"input_ready\": %lld, \"input_waited\": %lld, \"input_wait_ms\": %.3f}\n",
           epoch, opt.model.c_str(), opt.executor.c_str(), places.size(), opt.strategy.c_str(),
           threads, steps, train_loss, result.loss, result.accuracy, rate, seconds, PeakRssMiB(),
           static_cast<double>(BufferPool::Instance().Stats().peak_in_use_bytes) / (1 << 20),
-          actor_step ? actor_step->executor().last_stats().collectives : 0,
-          actor_step ? actor_step->executor().last_stats().collectives_overlapping_backward : 0,
+          stats.collectives, stats.collectives_overlapping_backward,
+          opt.gradient_compression.c_str(), static_cast<long long>(stats.merge_bytes_raw),
+          static_cast<long long>(stats.merge_bytes), sent.raw_per_step, sent.per_step,
           opt.input.c_str(), static_cast<long long>(input.batches),
           static_cast<long long>(input.ready), static_cast<long long>(input.waited),
           static_cast<double>(input.wait_ns) / 1e6);
@@ -419,6 +452,7 @@ int TrainCommand(const std::vector<std::string>& args) {
   flags.String("--executor", &opt.executor);
   flags.String("--places", &opt.places);
   flags.String("--strategy", &opt.strategy);
+  flags.String("--gradient-compression", &opt.gradient_compression);
   flags.Int("--threads", &opt.threads);
   flags.Int("--blas-threads", &opt.blas_threads);
   flags.String("--save", &opt.save);
@@ -464,6 +498,10 @@ int TrainCommand(const std::vector<std::string>& args) {
   }
   if (opt.strategy != "allreduce" && opt.strategy != "reduce") {
     return flags.UsageError("--strategy must be allreduce or reduce");
+  }
+  if (opt.gradient_compression != "none" && opt.gradient_compression != "int8" &&
+      opt.gradient_compression != "int4") {
+    return flags.UsageError("--gradient-compression must be none, int8 or int4");
   }
   if (opt.epochs < 1 || opt.batch < 1 || opt.threads < 0 || !(opt.lr > 0)) {
     std::cerr << "rill train: --epochs and --batch must be >= 1, --threads >= 0 and --lr > 0\n"
