@@ -35,12 +35,17 @@ std::map<std::string, WireMessage> Seeds() {
   rows.rows = {2, 0};
   rows.height = 4;
   rows.value = Ramp(DataType::kFloat32, {2, 3});
+  const Tensor gradient = Ramp(DataType::kFloat32, {3, 100});
+  const QuantizedValues int8 = Quantize(gradient.data<float>(), 300, GradientCompression::kInt8);
+  const QuantizedValues int4 = Quantize(rows.value.data<float>(), 6, GradientCompression::kInt4, 4);
   return {
       {"hello", WireHello(1, "token")},
       {"hello_reply", WireHelloReply(12)},
       {"push_float32", WirePush("fc_0.w_0@GRAD", 3, Ramp(DataType::kFloat32, {3, 4}))},
       {"push_int64", WirePush("step@GRAD", 3, Ramp(DataType::kInt64, {5}))},
       {"push_rows", WirePushRows("emb@GRAD", 3, rows)},
+      {"push_int8", WirePushCompressed("fc_0.w_0@GRAD", 3, {3, 100}, int8)},
+      {"push_int4_rows", WirePushCompressed("emb@GRAD", 3, {2, 3}, int4, &rows)},
       {"pull", WirePull("fc_0.w_0")},
       {"value_float64", WireValue("fc_0.b_0.slice1", 4, Ramp(DataType::kFloat64, {}))},
       {"value_empty", WireValue("empty", 4, Ramp(DataType::kInt32, {0, 2}))},

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <initializer_list>
 #include <random>
@@ -248,6 +249,95 @@ TEST(WireTest, SelectedRowsMustBeInRangeAndOnePerTensorRow) {
   dense_with_rows.add_rows(0);
   ExpectRejected(EncodeWire(dense_with_rows), ErrorCode::kInvalidArgument,
                  {"a dense value with 1 rows"});
+}
+
+// A compressed PUSH reads back as float32: the codes times their scales.
+TEST(WireTest, CompressedValuesReadBackAsTheirCodesSay) {
+  const Tensor gradient = Iota(DataType::kFloat32, {5, 111});  // 555 values: 3 chunks
+  for (GradientCompression kind : {GradientCompression::kInt8, GradientCompression::kInt4}) {
+    const QuantizedValues q = Quantize(gradient.data<float>(), 555, kind);
+    const std::string bytes = EncodeWire(WirePushCompressed("w@GRAD", 7, {5, 111}, q));
+    EXPECT_LT(bytes.size(), gradient.bytes() / (kind == GradientCompression::kInt8 ? 3 : 6));
+    const WireMessage decoded = DecodeWire(bytes, WireLimits{}, kPeer);
+    Tensor expected(DataType::kFloat32, {5, 111});
+    Dequantize(q, expected.mutable_data<float>());
+    ExpectSameTensor(WireTensor(decoded), expected);
+    EXPECT_EQ(decoded.step(), 7);
+  }
+  SelectedRows rows = SomeRows();
+  const QuantizedValues q =
+      Quantize(rows.value.data<float>(), rows.value.numel(), GradientCompression::kInt4);
+  const WireMessage decoded =
+      DecodeWire(EncodeWire(WirePushCompressed("emb@GRAD", 1, rows.value.shape(), q, &rows)),
+                 WireLimits{}, kPeer);
+  const SelectedRows back = WireRows(decoded);
+  EXPECT_EQ(back.rows, rows.rows);
+  EXPECT_EQ(back.height, rows.height);
+  Tensor expected(DataType::kFloat32, rows.value.shape());
+  Dequantize(q, expected.mutable_data<float>());
+  ExpectSameTensor(back.value, expected);
+  EXPECT_THROW(WirePushCompressed("w", 0, {4}, q), Error);  // 6 values for shape [4]
+}
+
+TEST(WireTest, MalformedCompressedValuesAreRejected) {
+  const Tensor gradient = Iota(DataType::kFloat32, {300});
+  const QuantizedValues q8 = Quantize(gradient.data<float>(), 300, GradientCompression::kInt8);
+  const QuantizedValues q4 = Quantize(gradient.data<float>(), 299, GradientCompression::kInt4);
+  auto push8 = [&] { return WirePushCompressed("w@GRAD", 0, {300}, q8); };
+  auto push4 = [&] { return WirePushCompressed("w@GRAD", 0, {299}, q4); };
+  WireMessage m = push8();
+  m.mutable_compressed()->set_codes(proto::CompressedTensor::CODES_INVALID);
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument, {"\"w@GRAD\"", "unknown codes 0"});
+  m = push8();
+  m.mutable_compressed()->set_chunk(0);
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument, {"compression chunk 0"});
+  m = push8();
+  m.mutable_compressed()->mutable_data()->pop_back();
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument,
+                 {"float32[300] but holds 299 bytes of int8 codes"});
+  m = push8();
+  m.mutable_compressed()->set_dims(0, int64_t{1} << 62);
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument, {"int8 codes"});
+  m = push8();
+  m.mutable_compressed()->mutable_scales()->append("abcd");
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument,
+                 {"2 chunks of 256 values need 8 bytes of scales, got 12"});
+  m = push8();
+  const float negative = -1.0f, infinite = INFINITY;
+  m.mutable_compressed()->mutable_scales()->replace(4, 4, reinterpret_cast<const char*>(&negative),
+                                                    4);
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument, {"scale 1 is -1"});
+  m = push8();
+  m.mutable_compressed()->mutable_scales()->replace(0, 4, reinterpret_cast<const char*>(&infinite),
+                                                    4);
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument, {"scale 0 is inf"});
+  m = push8();
+  (*m.mutable_compressed()->mutable_data())[17] = static_cast<char>(-128);
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument,
+                 {"code byte 17 (128) is outside [-127, 127]"});
+  m = push4();
+  (*m.mutable_compressed()->mutable_data())[3] = static_cast<char>(0x08);  // low nibble -8
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument,
+                 {"code byte 3 (8) is outside [-7, 7]"});
+  m = push4();
+  m.mutable_compressed()->mutable_data()->back() |= static_cast<char>(0x10);  // 299 values: odd
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument, {"or has a high nibble"});
+  m = push8();
+  *m.mutable_tensor() = WirePush("w@GRAD", 0, gradient).tensor();
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument,
+                 {"both a tensor and a compressed tensor"});
+  m = push8();
+  m.set_kind(WireMessage::VALUE);
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument,
+                 {"only a PUSH carries a compressed tensor"});
+  m = push8();
+  m.set_selected_rows(true);
+  m.set_height(10);
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument,
+                 {"0 selected rows but the tensor has shape [300]"});
+  m = WirePull("w");
+  *m.mutable_compressed() = push8().compressed();
+  ExpectRejected(EncodeWire(m), ErrorCode::kInvalidArgument, {"a PULL carries no value"});
 }
 
 TEST(WireTest, KindNamesIncludeUnknownValues) {
