@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "actors/op_actor.h"
+#include "actors/trace_context.h"
 #include "actors/trainer_client.h"
 #include "runtime/error.h"
 #include "runtime/kernel_context.h"
@@ -21,8 +22,22 @@ class SendActor : public OpActor {
   void Run(KernelContext& ctx, OpDone done) override {
     auto client = TrainerClient::Find(*ctx.scope());
     const auto endpoint = ctx.Attr<std::string>("endpoint");
+    const TraceContext trace = CurrentTrace();  // set while the executor traces this op
     for (int i = 0; i < ctx.InputCount("X"); ++i) {
-      client->Push(endpoint, ctx.InputName("X", i), *ctx.InputVar("X", i));
+      const int64_t began = trace.recorder ? TraceRecorder::Now() : 0;
+      const auto bytes = client->Push(endpoint, ctx.InputName("X", i), *ctx.InputVar("X", i));
+      if (trace.recorder == nullptr) continue;
+      TraceEvent e;
+      e.kind = TraceEventKind::kSend;
+      e.begin_ns = began;
+      e.end_ns = TraceRecorder::Now();
+      e.lane = trace.lane;
+      e.graph = static_cast<uint16_t>(trace.graph);
+      e.iteration = trace.iteration;
+      e.detail = trace.recorder->Intern(ctx.InputName("X", i));
+      e.bytes = bytes.sent;
+      e.raw_bytes = bytes.raw;
+      trace.recorder->Record(e);
     }
     done(nullptr);
   }

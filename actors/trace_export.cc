@@ -206,6 +206,12 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
         w.Begin("X", "iteration", "iteration " + std::to_string(e.iteration), e.lane, e.begin_ns);
         w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common << "}}";
         break;
+      case TraceEventKind::kSend:
+        w.Begin("X", "network", "send", e.lane, e.begin_ns);
+        w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common
+                << ",\"var\":" << Quoted(text(e.detail)) << ",\"bytes\":" << e.bytes
+                << ",\"raw_bytes\":" << e.raw_bytes << "}}";
+        break;
       case TraceEventKind::kReceive: {
         const auto kind = static_cast<MessageKind>(e.sub);
         w.Begin("X", "receive", MessageKindName(kind), e.lane, e.begin_ns);

@@ -39,6 +39,7 @@ enum class TraceEventKind : uint8_t {
   kIteration,   // one iteration of a graph, on its driver lane
   kMessage,     // a message sent (MessageKind); begin_ns is the send
   kReceive,     // the receiver's handling of a message matched by id (wake, network)
+  kSend,        // a gradient pushed to a parameter server (detail: the variable; bytes, raw_bytes)
 };
 
 enum class MessageKind : uint8_t { kData, kControl, kWake, kChunk, kNetwork };

@@ -198,30 +198,33 @@ TrainerClient::Link& TrainerClient::LinkFor(const std::string& endpoint) {
        known, ")");
 }
 
-void TrainerClient::Push(const std::string& endpoint, const std::string& var,
-                         const Variable& value) {
+TrainerClient::PushedBytes TrainerClient::Push(const std::string& endpoint, const std::string& var,
+                                               const Variable& value) {
   Link& link = LinkFor(endpoint);
   if (auto failure = link.Failure()) std::rethrow_exception(failure);
-  proto::WireMessage message = PushMessage(var, value);
+  PushedBytes bytes;
+  proto::WireMessage message = PushMessage(var, value, &bytes);
   message.set_trainer_id(options_.trainer_id);
   caf::anon_send(link.actor, relay_atom::value, EncodeWire(message));
+  pushed_raw_bytes_.fetch_add(bytes.raw, std::memory_order_relaxed);
+  pushed_bytes_.fetch_add(bytes.sent, std::memory_order_relaxed);
+  return bytes;
 }
 
-proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Variable& value) {
+proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Variable& value,
+                                              PushedBytes* bytes) {
   const bool rows = value.holds_selected_rows();
   const Tensor& values = rows ? value.selected_rows().value : value.tensor();
   const int64_t row_bytes =
       rows ? static_cast<int64_t>(value.selected_rows().rows.size() * sizeof(int64_t)) : 0;
-  pushed_raw_bytes_.fetch_add(static_cast<int64_t>(values.bytes()) + row_bytes,
-                              std::memory_order_relaxed);
+  bytes->raw = static_cast<int64_t>(values.bytes()) + row_bytes;
   int64_t elements = values.initialized() ? values.numel() : 0;
   if (rows && values.initialized() && values.rank() >= 1 && values.dim(0) > 0) {
     elements = value.selected_rows().height * (values.numel() / values.dim(0));
   }
   if (options_.gradient_compression == GradientCompression::kNone || !values.initialized() ||
       values.dtype() != DataType::kFloat32 || elements < options_.compression_min_elements) {
-    pushed_bytes_.fetch_add(static_cast<int64_t>(values.bytes()) + row_bytes,
-                            std::memory_order_relaxed);
+    bytes->sent = bytes->raw;
     return rows ? WirePushRows(var, step(), value.selected_rows())
                 : WirePush(var, step(), value.tensor());
   }
@@ -247,7 +250,7 @@ proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Vari
     message = WirePushCompressed(var, step(), values.shape(), q);
     sent = q.bytes();
   }
-  pushed_bytes_.fetch_add(sent, std::memory_order_relaxed);
+  bytes->sent = sent;
   return message;
 }
 

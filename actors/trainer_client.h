@@ -77,8 +77,13 @@ class TrainerClient : public VarObject {
 
   // Sends `value` (a dense tensor or selected rows) as gradient `var` of the
   // current step to the server at `endpoint`. Encodes before returning, so the
-  // caller may overwrite the value. Throws when that server is gone.
-  void Push(const std::string& endpoint, const std::string& var, const Variable& value);
+  // caller may overwrite the value. Throws when that server is gone. Returns
+  // the value's bytes as float32 and as sent (Counters).
+  struct PushedBytes {
+    int64_t raw = 0;
+    int64_t sent = 0;
+  };
+  PushedBytes Push(const std::string& endpoint, const std::string& var, const Variable& value);
   // Asks the server for `var` once it has applied step `min_step`; `done`
   // runs on the link's thread with the value or the error.
   void Pull(const std::string& endpoint, const std::string& var, int64_t min_step, PullDone done);
@@ -112,7 +117,7 @@ class TrainerClient : public VarObject {
  private:
   Link& LinkFor(const std::string& endpoint);
   // The PUSH of `value`, compressed when the options say so.
-  proto::WireMessage PushMessage(const std::string& var, const Variable& value);
+  proto::WireMessage PushMessage(const std::string& var, const Variable& value, PushedBytes* bytes);
 
   std::shared_ptr<Runtime> runtime_;
   TrainerClientOptions options_;

@@ -401,6 +401,39 @@ TEST_F(RillCliTest, TwoPlaceCnnTraceHasACriticalPathAsLongAsItsIteration) {
   EXPECT_GT(best, 0.9) << outputs;
 }
 
+// Gradient compression between two places: rill train --json reports the
+// bytes merged per step, and the trace's merges carry them for summarize.
+TEST_F(RillCliTest, CompressedMergeBytesReachTheJsonAndTheTraceSummary) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
+  }
+  Result r = Rill({"train", "--model", "mlp", "--places", "cpu:2", "--epochs", "1", "--max-steps",
+                   "8", "--trace-skip", "2", "--trace-steps", "4", "--gradient-compression", "int8",
+                   "--json", "--trace", Path("int8.json")});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const size_t line = r.output.find("{\"epoch\"");
+  ASSERT_NE(line, std::string::npos) << r.output;
+  const nlohmann::json epoch =
+      nlohmann::json::parse(r.output.substr(line, r.output.find('\n', line) - line));
+  EXPECT_EQ(epoch["gradient_compression"], "int8");
+  const int64_t raw = epoch["merge_raw_bytes_per_step"].get<int64_t>();
+  const int64_t merged = epoch["merge_bytes_per_step"].get<int64_t>();
+  // The MLP's 235,146 float32 parameters from each of two places.
+  EXPECT_EQ(raw, 2 * 4 * 235146);
+  EXPECT_GT(merged, raw / 5);
+  EXPECT_LT(merged, raw / 3);
+  r = Rill({"trace", "summarize", Path("int8.json"), "--json"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const nlohmann::json summary = nlohmann::json::parse(r.output);
+  ASSERT_EQ(summary["gradient_bytes"].size(), 1u) << r.output;
+  const nlohmann::json& merges = summary["gradient_bytes"][0];
+  EXPECT_EQ(merges["kind"], "merge");
+  EXPECT_EQ(merges["raw_bytes"].get<int64_t>(), 4 * raw);  // four traced steps
+  EXPECT_EQ(merges["bytes"].get<int64_t>(), 4 * merged);
+  r = Rill({"trace", "summarize", Path("int8.json")});
+  EXPECT_TRUE(Contains(r.output, "gradient bytes")) << r.output;
+}
+
 // Two processes traced one after the other and merged: the second one's
 // events come after the first one's on the merged clock (each file's times
 // count from its own start, so only the wall-clock alignment orders them).

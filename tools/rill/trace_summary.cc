@@ -110,14 +110,14 @@ std::vector<MessageStats> Messages(const Trace& trace) {
   return out;
 }
 
-// Gradient merges are the X events with args.raw_bytes; sent gradients the
-// message events with it.
+// Gradient merges are the kernel-lane X events with args.raw_bytes (a
+// collective's span); sent gradients the `send` events of cat network.
 std::vector<GradientBytes> GradientBytesOf(const Trace& trace) {
   GradientBytes merge{"merge"}, send{"send"};
   for (const TraceEvent& e : trace.events) {
     if (e.raw_bytes == kNone) continue;
-    GradientBytes* kind = e.phase == "X" ? &merge : e.phase == "s" ? &send : nullptr;
-    if (kind == nullptr) continue;
+    if (e.phase != "X") continue;
+    GradientBytes* kind = e.category == "network" ? &send : &merge;
     kind->count += 1;
     kind->raw_bytes += e.raw_bytes;
     kind->bytes += e.bytes;
