@@ -142,15 +142,20 @@ double MaxRelativeDifference(const Tensor& a, const Tensor& b) {
   return diff / std::max(scale, 1e-30);
 }
 
+// The reference: `steps` steps on the whole global batch in one process.
+void TrainOneProcess(const Model& m, int steps, Scope* scope) {
+  Executor exe;
+  exe.Run(m.startup.desc(), scope);
+  auto prepared = exe.Prepare(m.main.desc(), scope);
+  for (int step = 1; step <= steps; ++step) exe.Run(*prepared, Feeds(step, 0, kBatch), {m.loss});
+}
+
 TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
   Model m;
   BuildModel(&m);
   constexpr int kSteps = 20;
   Scope single;
-  Executor exe;
-  exe.Run(m.startup.desc(), &single);
-  auto prepared = exe.Prepare(m.main.desc(), &single);
-  for (int step = 1; step <= kSteps; ++step) exe.Run(*prepared, Feeds(step, 0, kBatch), {m.loss});
+  TrainOneProcess(m, kSteps, &single);
 
   Servers servers(m, 2, 2);
   TranspileResult plan = Plan(m, 2, servers.endpoints);
@@ -175,10 +180,7 @@ TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
   BuildModel(&m);
   constexpr int kSteps = 20;
   Scope single;
-  Executor exe;
-  exe.Run(m.startup.desc(), &single);
-  auto prepared = exe.Prepare(m.main.desc(), &single);
-  for (int step = 1; step <= kSteps; ++step) exe.Run(*prepared, Feeds(step, 0, kBatch), {m.loss});
+  TrainOneProcess(m, kSteps, &single);
 
   Servers servers(m, 2, 2);
   TranspileResult plan = Plan(m, 2, servers.endpoints);
