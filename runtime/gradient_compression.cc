@@ -1,8 +1,10 @@
 #include "runtime/gradient_compression.h"
 
 #include <algorithm>
+#include <bit>
 #include <cfloat>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "runtime/error.h"
@@ -10,107 +12,124 @@
 namespace rill {
 namespace {
 
-// One chunk's scale. `inverse` is levels / max, which overflows a float for
-// max below ~3.7e-37: such chunks are rounded in double.
-struct ChunkScale {
-  float scale = 0;  // 0: a zero chunk; NaN: a non-finite one
-  double inverse = 0;
-  float max = 0;
-  bool finite = true;
-};
+// The bits of |x|: for non-negative floats, integer order is float order, and
+// Inf and NaN are the largest (0x7F800000 and above). An integer maximum of
+// them is one vectorised pass that finds the chunk's largest magnitude and
+// whether it holds a value that is not finite.
+constexpr uint32_t kInfinityBits = 0x7F800000;
 
-ChunkScale ScaleOf(const float* v, int64_t n, int levels) {
-  ChunkScale s;
-  bool bad = false;
-  float max = 0;
+uint32_t MagnitudeBits(float x) { return std::bit_cast<uint32_t>(x) & 0x7FFFFFFF; }
+
+// values = gradient (+ residual); returns the largest MagnitudeBits.
+uint32_t AddResidual(const float* gradient, const float* residual, int64_t n, float* values) {
+  uint32_t max = 0;
+  if (residual == nullptr) {
+    for (int64_t i = 0; i < n; ++i) {
+      values[i] = gradient[i];
+      const uint32_t m = MagnitudeBits(values[i]);
+      max = m > max ? m : max;
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      values[i] = gradient[i] + residual[i];
+      const uint32_t m = MagnitudeBits(values[i]);
+      max = m > max ? m : max;
+    }
+  }
+  return max;
+}
+
+// After AddResidual found a value that is not finite: where the gradient is
+// finite, gradient + residual overflowed and is clamped to ±FLT_MAX. Returns
+// false when the gradient itself holds Inf or NaN.
+bool ClampOverflow(const float* gradient, int64_t n, float* values, uint32_t* max) {
+  *max = 0;
   for (int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(v[i]);
-    bad |= !(a <= FLT_MAX);  // Inf or NaN
-    max = a > max ? a : max;
+    if (!std::isfinite(gradient[i])) return false;
+    if (std::isinf(values[i])) values[i] = std::copysign(FLT_MAX, values[i]);
+    *max = std::max(*max, MagnitudeBits(values[i]));
   }
-  if (bad) {
-    s.finite = false;
-    s.scale = std::numeric_limits<float>::quiet_NaN();
-    return s;
-  }
-  if (max < FLT_MIN) return s;
-  s.max = max;
-  s.scale = max / static_cast<float>(levels);
-  s.inverse = levels / static_cast<double>(max);
-  return s;
+  return true;
 }
 
 // 1.5 * 2^23: adding and subtracting it rounds a float of magnitude below
 // 2^22 to the nearest whole number, ties to even (std::nearbyint is a
-// library call without SSE4.1).
+// library call without SSE4.1, and this loop must vectorise).
 constexpr float kRoundingMagic = 12582912.0f;
 
-// The chunk's codes (whole numbers in [-levels, levels], as floats) and the
-// values they read back. A non-finite chunk: codes 0, values NaN.
-void RoundChunk(const float* v, int64_t n, const ChunkScale& s, int levels, float* codes,
-                float* back) {
-  if (!s.finite || s.scale == 0) {
-    std::fill(codes, codes + n, 0.0f);
-    std::fill(back, back + n, s.scale);
-    return;
+// One chunk of either path. values: scratch of n floats. Writes what the
+// codes read back to `back` (which may alias `gradient`), the codes to
+// `codes` (may be null) and the residual (may be null). Returns the scale:
+// 0 for a zero chunk, NaN for one that is not finite.
+float QuantizeChunk(const float* gradient, float* residual, int64_t n, int levels, float* values,
+                    int8_t* codes, float* back) {
+  uint32_t max_bits = AddResidual(gradient, residual, n, values);
+  if (max_bits >= kInfinityBits && !ClampOverflow(gradient, n, values, &max_bits)) {
+    if (codes != nullptr) std::fill(codes, codes + n, int8_t{0});
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::fill(back, back + n, nan);
+    if (residual != nullptr) std::fill(residual, residual + n, 0.0f);  // the next step recovers
+    return nan;
+  }
+  const float max = std::bit_cast<float>(max_bits);
+  if (max < FLT_MIN) {  // zeros and denormals: dropped now, kept in the residual
+    if (codes != nullptr) std::fill(codes, codes + n, int8_t{0});
+    if (residual != nullptr) std::copy(values, values + n, residual);
+    std::fill(back, back + n, 0.0f);
+    return 0.0f;
   }
   const auto limit = static_cast<float>(levels);
-  const auto inverse = static_cast<float>(s.inverse);
+  const float scale = max / limit;
+  const double inverse_double = levels / static_cast<double>(max);
+  const auto inverse = static_cast<float>(inverse_double);
   if (std::isfinite(inverse)) {
     for (int64_t i = 0; i < n; ++i) {
-      const float c = (v[i] * inverse + kRoundingMagic) - kRoundingMagic;
-      codes[i] = std::min(limit, std::max(-limit, c));
+      float c = (values[i] * inverse + kRoundingMagic) - kRoundingMagic;
+      c = std::min(limit, std::max(-limit, c));
+      back[i] = c * scale;
+      if (codes != nullptr) codes[i] = static_cast<int8_t>(c);
     }
-  } else {
+  } else {  // max below ~3.7e-37: levels / max overflows a float
     for (int64_t i = 0; i < n; ++i) {
-      codes[i] =
-          static_cast<float>(std::clamp(std::nearbyint(v[i] * s.inverse),
-                                        -static_cast<double>(levels), static_cast<double>(levels)));
+      const double c = std::clamp(std::nearbyint(values[i] * inverse_double),
+                                  -static_cast<double>(levels), static_cast<double>(levels));
+      back[i] = static_cast<float>(c) * scale;
+      if (codes != nullptr) codes[i] = static_cast<int8_t>(c);
     }
   }
-  for (int64_t i = 0; i < n; ++i) back[i] = codes[i] * s.scale;
-  if (s.max > FLT_MAX / 2) {  // levels * (max / levels) can round up past FLT_MAX
+  if (max > FLT_MAX / 2) {  // levels * (max / levels) can round up past FLT_MAX
     for (int64_t i = 0; i < n; ++i) {
       if (std::isinf(back[i])) back[i] = std::copysign(FLT_MAX, back[i]);
     }
   }
-}
-
-// values[0, n) = gradient + residual, kept finite where the gradient is.
-void AddResidual(const float* gradient, const float* residual, int64_t n, float* values) {
-  if (residual == nullptr) {
-    std::copy(gradient, gradient + n, values);
-    return;
-  }
-  bool overflow = false;
-  for (int64_t i = 0; i < n; ++i) {
-    values[i] = gradient[i] + residual[i];
-    overflow |= std::isinf(values[i]);
-  }
-  if (!overflow) return;
-  for (int64_t i = 0; i < n; ++i) {
-    if (std::isinf(values[i]) && std::isfinite(gradient[i])) {
-      values[i] = std::copysign(FLT_MAX, values[i]);
-    }
-  }
-}
-
-// One chunk of either path: values, their codes and what those read back;
-// updates the residual. Returns the chunk's scale.
-float QuantizeChunk(const float* gradient, float* residual, int64_t n, int levels, float* values,
-                    float* codes, float* back) {
-  AddResidual(gradient, residual, n, values);
-  const ChunkScale s = ScaleOf(values, n, levels);
-  RoundChunk(values, n, s, levels, codes, back);
   if (residual != nullptr) {
-    if (s.finite) {
-      for (int64_t i = 0; i < n; ++i) residual[i] = values[i] - back[i];
-    } else {
-      std::fill(residual, residual + n, 0.0f);
+    for (int64_t i = 0; i < n; ++i) residual[i] = values[i] - back[i];
+  }
+  return scale;
+}
+
+// Scratch for one chunk: on the stack for the default chunk.
+class ChunkScratch {
+ public:
+  explicit ChunkScratch(int64_t width) {
+    if (width > kCompressionChunk) {
+      big_values_.resize(static_cast<size_t>(width));
+      big_codes_.resize(static_cast<size_t>(width));
+      big_back_.resize(static_cast<size_t>(width));
     }
   }
-  return s.scale;
-}
+  float* values() { return big_values_.empty() ? values_ : big_values_.data(); }
+  int8_t* codes() { return big_codes_.empty() ? codes_ : big_codes_.data(); }
+  float* back() { return big_back_.empty() ? back_ : big_back_.data(); }
+
+ private:
+  float values_[kCompressionChunk];
+  int8_t codes_[kCompressionChunk];
+  float back_[kCompressionChunk];
+  std::vector<float> big_values_;
+  std::vector<int8_t> big_codes_;
+  std::vector<float> big_back_;
+};
 
 void CheckArguments(GradientCompression kind, int64_t count, int chunk) {
   RILL_CHECK(kind != GradientCompression::kNone, kInvalidArgument,
@@ -119,10 +138,14 @@ void CheckArguments(GradientCompression kind, int64_t count, int chunk) {
              " values in chunks of ", chunk);
 }
 
-int8_t Nibble(const std::string& codes, int64_t i) {
-  const auto byte = static_cast<uint8_t>(codes[static_cast<size_t>(i / 2)]);
-  const int n = i % 2 == 0 ? byte & 0xF : byte >> 4;
-  return static_cast<int8_t>(n >= 8 ? n - 16 : n);
+// code * scale for a chunk's codes; finite for a finite scale, as QuantizeChunk.
+void ReadBack(const int8_t* codes, int64_t n, float scale, int levels, float* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(codes[i]) * scale;
+  if (std::isfinite(scale) && scale > FLT_MAX / static_cast<float>(levels) / 2) {
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::isinf(out[i])) out[i] = std::copysign(FLT_MAX, out[i]);
+    }
+  }
 }
 
 }  // namespace
@@ -172,22 +195,27 @@ QuantizedValues QuantizeWithFeedback(const float* gradient, float* residual, int
   q.chunk = chunk;
   q.scales.reserve(static_cast<size_t>((count + chunk - 1) / chunk));
   q.codes.assign(static_cast<size_t>(int4 ? (count + 1) / 2 : count), '\0');
-  const auto width = static_cast<size_t>(std::min<int64_t>(chunk, count));
-  std::vector<float> values(width), codes(width), back(width);
+  ChunkScratch scratch(std::min<int64_t>(chunk, count));
+  auto* packed = reinterpret_cast<uint8_t*>(q.codes.data());
   for (int64_t begin = 0; begin < count; begin += chunk) {
     const int64_t n = std::min<int64_t>(chunk, count - begin);
+    int8_t* codes = int4 ? scratch.codes() : reinterpret_cast<int8_t*>(packed + begin);
     q.scales.push_back(QuantizeChunk(gradient + begin, residual ? residual + begin : nullptr, n,
-                                     levels, values.data(), codes.data(), back.data()));
-    for (int64_t i = 0; i < n; ++i) {
-      const int code = static_cast<int>(codes[static_cast<size_t>(i)]);
-      const int64_t at = begin + i;
-      if (int4) {
-        const auto nibble = static_cast<uint8_t>(code & 0xF);
-        auto& byte = reinterpret_cast<uint8_t&>(q.codes[static_cast<size_t>(at / 2)]);
-        byte = static_cast<uint8_t>(byte | (at % 2 == 0 ? nibble : nibble << 4));
-      } else {
-        q.codes[static_cast<size_t>(at)] = static_cast<char>(static_cast<int8_t>(code));
+                                     levels, scratch.values(), codes, scratch.back()));
+    if (!int4) continue;
+    // Two codes a byte, the earlier in the low nibble; a chunk starts on an
+    // odd value only when the chunk size is odd.
+    int64_t i = 0;
+    if (begin % 2 == 0) {
+      uint8_t* bytes = packed + begin / 2;
+      for (; i + 1 < n; i += 2) {
+        bytes[i / 2] = static_cast<uint8_t>((codes[i] & 0xF) | ((codes[i + 1] & 0xF) << 4));
       }
+    }
+    for (; i < n; ++i) {
+      const int64_t at = begin + i;
+      const auto nibble = static_cast<uint8_t>(codes[i] & 0xF);
+      packed[at / 2] = static_cast<uint8_t>(packed[at / 2] | (at % 2 == 0 ? nibble : nibble << 4));
     }
   }
   return q;
@@ -198,17 +226,34 @@ QuantizedValues Quantize(const float* values, int64_t count, GradientCompression
 }
 
 void Dequantize(const QuantizedValues& q, float* out) {
-  const bool int4 = q.kind == GradientCompression::kInt4;
+  const int levels = CompressionLevels(q.kind);
+  const auto* packed = reinterpret_cast<const uint8_t*>(q.codes.data());
+  int8_t codes[kCompressionChunk];
+  std::vector<int8_t> big(q.chunk > kCompressionChunk ? static_cast<size_t>(q.chunk) : 0);
+  int8_t* unpacked = big.empty() ? codes : big.data();
   for (int64_t begin = 0, c = 0; begin < q.count; begin += q.chunk, ++c) {
     const int64_t n = std::min<int64_t>(q.chunk, q.count - begin);
-    const float scale = q.scales[static_cast<size_t>(c)];
-    for (int64_t i = begin; i < begin + n; ++i) {
-      const int code =
-          int4 ? Nibble(q.codes, i) : static_cast<int8_t>(q.codes[static_cast<size_t>(i)]);
-      const float x = static_cast<float>(code) * scale;
-      // As RoundChunk: finite for a finite scale.
-      out[i] = std::isinf(x) && std::isfinite(scale) ? std::copysign(FLT_MAX, x) : x;
+    const int8_t* chunk_codes = reinterpret_cast<const int8_t*>(packed + begin);
+    if (q.kind == GradientCompression::kInt4) {
+      // Sign-extending shifts: a low nibble is moved up first.
+      int64_t i = 0;
+      if (begin % 2 == 0) {
+        const uint8_t* bytes = packed + begin / 2;
+        for (; i + 1 < n; i += 2) {
+          const auto byte = static_cast<int8_t>(bytes[i / 2]);
+          unpacked[i] = static_cast<int8_t>(static_cast<int8_t>(bytes[i / 2] << 4) >> 4);
+          unpacked[i + 1] = static_cast<int8_t>(byte >> 4);
+        }
+      }
+      for (; i < n; ++i) {
+        const int64_t at = begin + i;
+        const auto byte = static_cast<int8_t>(packed[at / 2]);
+        unpacked[i] = static_cast<int8_t>(
+            at % 2 == 0 ? static_cast<int8_t>(static_cast<uint8_t>(byte) << 4) >> 4 : byte >> 4);
+      }
+      chunk_codes = unpacked;
     }
+    ReadBack(chunk_codes, n, q.scales[static_cast<size_t>(c)], levels, out + begin);
   }
 }
 
@@ -216,16 +261,11 @@ void QuantizeWithFeedback(const float* gradient, float* residual, float* out, in
                           GradientCompression kind, int chunk) {
   CheckArguments(kind, count, chunk);
   const int levels = CompressionLevels(kind);
-  const auto width = static_cast<size_t>(std::min<int64_t>(chunk, count));
-  float small[2][kCompressionChunk];
-  std::vector<float> big(width > kCompressionChunk ? 2 * width : 0);
-  float* values = big.empty() ? small[0] : big.data();
-  float* codes = big.empty() ? small[1] : big.data() + width;
+  ChunkScratch scratch(std::min<int64_t>(chunk, count));
   for (int64_t begin = 0; begin < count; begin += chunk) {
     const int64_t n = std::min<int64_t>(chunk, count - begin);
-    // `out` may alias `gradient`: the chunk is read into `values` first.
-    QuantizeChunk(gradient + begin, residual ? residual + begin : nullptr, n, levels, values, codes,
-                  out + begin);
+    QuantizeChunk(gradient + begin, residual ? residual + begin : nullptr, n, levels,
+                  scratch.values(), nullptr, out + begin);
   }
 }
 
