@@ -401,6 +401,30 @@ TEST_F(RillCliTest, TwoPlaceCnnTraceHasACriticalPathAsLongAsItsIteration) {
   EXPECT_GT(best, 0.9) << outputs;
 }
 
+// Two places evaluate the parameters as trained, every epoch: the evaluation
+// executor's place copies follow the training executor's updates (they were
+// once taken only at its first run, so epochs after the first evaluated
+// stale weights on place 1).
+TEST_F(RillCliTest, TwoPlacesEvaluateWhatOnePlaceEvaluates) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
+  }
+  std::vector<double> losses[2];
+  for (int places = 1; places <= 2; ++places) {
+    const Result r = Rill({"train", "--model", "mlp", "--places", places == 1 ? "cpu" : "cpu:2",
+                           "--epochs", "3", "--max-steps", "3", "--input", "preloaded", "--json"});
+    ASSERT_EQ(r.status, 0) << r.output;
+    for (size_t at = r.output.find("{\"epoch\""); at != std::string::npos;
+         at = r.output.find("{\"epoch\"", at + 1)) {
+      const auto epoch = nlohmann::json::parse(r.output.substr(at, r.output.find('\n', at) - at));
+      losses[places - 1].push_back(epoch["test_loss"].get<double>());
+    }
+  }
+  ASSERT_EQ(losses[0].size(), 3u);
+  ASSERT_EQ(losses[1].size(), 3u);
+  for (size_t e = 0; e < 3; ++e) EXPECT_NEAR(losses[1][e], losses[0][e], 1e-4) << "epoch " << e + 1;
+}
+
 // Gradient compression between two places: rill train --json reports the
 // bytes merged per step, and the trace's merges carry them for summarize.
 TEST_F(RillCliTest, CompressedMergeBytesReachTheJsonAndTheTraceSummary) {

@@ -135,6 +135,8 @@ class StepRunner {
   virtual ~StepRunner() = default;
   virtual std::vector<Tensor> Run(const FeedList& feeds,
                                   const std::vector<std::string>& fetches) = 0;
+  // Before a run that must see parameters another runner changed in the scope.
+  virtual void Refresh() {}
 };
 
 class SequentialRunner : public StepRunner {
@@ -160,6 +162,10 @@ class ActorRunner : public StepRunner {
     return exe_.Run(feeds, fetches);
   }
   const ParallelExecutor& executor() const { return exe_; }
+  // With several places, places other than the first run on copies of the
+  // parameters, taken from the scope when first needed: the evaluation
+  // executor's copies must follow what the training executor has written.
+  void Refresh() override { exe_.BroadcastParameters(); }
 
  private:
   ParallelExecutor exe_;
@@ -387,6 +393,7 @@ int Train(const TrainOptions& opt) {
       // The next epoch decodes while this one is evaluated: its first step finds its batch.
       if (epoch < opt.epochs) pipeline->StartEpoch(epoch + 1);
     }
+    eval->Refresh();
     const Evaluation result = Evaluate(*eval, test, model);
     const SentPerStep sent = SentBytes(client.get(), &sent_before);
     if (opt.json) {
