@@ -56,6 +56,9 @@
 #   float32 local). One run each, on a shared 2-core machine: expect a few
 #   percent of noise in the throughput figures.
 #
+# 4. The same distributed job across a veth pair shaped to 1 and 10 Gbit/s
+#    (tools/bench/compression_link.sh; needs root, skipped otherwise).
+#
 # Threads: as in tools/bench/distributed.sh (2 cores: local 2 places on 2
 # scheduler threads; distributed 2 trainers x 1 thread + the server).
 #
@@ -224,8 +227,18 @@ print(f"compression improves the distributed/local ratio: "
       f"against local int8: {same['int8']:.2f}x)")
 EOF
 
+echo
+echo "4. throughput across a link with a bandwidth limit (tools/bench/compression_link.sh:"
+echo "   network namespaces, tc tbf; loopback above is a memory copy that compression cannot beat)"
+for rate in 1gbit 10gbit; do
+  RILL_BENCH_NO_BUILD=1 bash tools/bench/compression_link.sh "$rate" "$batch" 200 || {
+    status=$?
+    ((status == 77)) || failed=1
+  }
+done
+
 if ((failed)); then
   echo
-  echo "FAIL: an accuracy target was missed (see the tables above)"
+  echo "FAIL: an accuracy target was missed or a run failed (see above)"
   exit 1
 fi
