@@ -20,6 +20,7 @@ set(RILL_PUBLIC_HEADERS
     actors/pserver.h actors/trace_recorder.h actors/trainer_client.h actors/wait_group.h
     actors/wire.h runtime/transpiler.h
     runtime/backward.h runtime/builder.h runtime/data_type.h runtime/error.h runtime/executor.h
+    runtime/gradient_compression.h
     runtime/graph/data_parallel.h runtime/graph/ssa_graph.h runtime/io/checkpoint.h
     runtime/io/program_io.h runtime/kernel_context.h runtime/op_desc.h runtime/op_registry.h
     runtime/op_schema.h runtime/optimizer.h runtime/place.h runtime/plugin.h runtime/program.h
