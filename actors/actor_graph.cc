@@ -98,6 +98,9 @@ void ActorGraph::Build() {
     }
   }
   BuildNodes();
+  BuildDeviceStreams();
+  // A device op's buffers are still in use after its launch: none is freed early.
+  if (!device_streams_.empty()) strategy_.release_memory_early = false;
   BuildReleases();
   RegisterTrace();  // lanes first: block ops' graphs are traced under their op's lane
   for (auto& slot : slots_) BuildTasks(*slot);
@@ -329,6 +332,24 @@ void ActorGraph::BuildTasks(Slot& slot) {
     }
   }
   const size_t chunks = collectives_.size() * static_cast<size_t>(places());
+  if (!device_streams_.empty()) {
+    // Events of a device place come from one of its streams (CUDA events
+    // belong to a device); CPU places' nodes get none.
+    slot.node_events.resize(n);
+    for (const OpNode& op : graph_.ops) {
+      if (op.place >= 0 && comm_streams_[op.place] != nullptr) {
+        slot.node_events[op.id] = comm_streams_[op.place]->NewEvent();
+      }
+    }
+    slot.chunk_events.resize(chunks);
+    for (size_t c = 0; c < collectives_.size(); ++c) {
+      for (int p = 0; p < places(); ++p) {
+        if (comm_streams_[p] == nullptr) continue;
+        slot.chunk_events[c * static_cast<size_t>(places()) + static_cast<size_t>(p)] =
+            comm_streams_[p]->NewEvent();
+      }
+    }
+  }
   slot.chunks.reset(new Task[chunks]);
   slot.chunk_countdowns.reset(new Countdown[collectives_.size()]);
   slot.collective_vars.resize(collectives_.size());
@@ -466,7 +487,8 @@ void ActorGraph::Shutdown() {
   for (auto& slot : slots_) {
     if (slot->busy.load(std::memory_order_acquire)) slot->run->CloseAll();
   }
-  // Cancelled iterations skip their kernels and finish quickly; one that cannot
+  // Cancelled iterations skip their kernels and finish quickly (their device
+  // work too: each launched kernel checks); one that cannot
   // finish (an input that never comes) is aborted once nothing runs or waits in a queue.
   auto quiet_since = Clock::now();
   const auto give_up = Clock::now() + std::chrono::seconds(10);
@@ -490,6 +512,10 @@ void ActorGraph::Shutdown() {
     }
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  // Launched device work that an aborted iteration left runs out (each
+  // kernel checks the cancellation) before the streams go.
+  device_streams_.clear();
+  comm_streams_.clear();
   for (auto& slot : slots_) {
     for (auto& runner : slot->block_runners) {
       if (runner) runner->Shutdown();

@@ -51,6 +51,7 @@
 #include "actors/task.h"
 #include "actors/trace_recorder.h"
 #include "proto/program.pb.h"
+#include "runtime/device/device_stream.h"
 #include "runtime/executor.h"
 #include "runtime/graph/data_parallel.h"
 #include "runtime/graph/ssa_graph.h"
@@ -201,6 +202,10 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     // By collective: member m's variable on place p at [m * (places + 1) + p],
     // the shared copy at p = places.
     std::vector<std::vector<Variable*>> collective_vars;
+    // Device places: by node, the event recorded after its launch; by
+    // collective * places + place, the event after that place's merge chunk.
+    std::vector<std::unique_ptr<DeviceEvent>> node_events;
+    std::vector<std::unique_ptr<DeviceEvent>> chunk_events;
     // By collective and member: the gradient is selected rows this iteration
     // (decided when the collective is issued, before its chunks run).
     std::vector<std::vector<uint8_t>> collective_sparse;
@@ -309,6 +314,33 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void SubmitChunkInOrder(Slot& slot, int place, int order, Task* chunk);
   void RunChunk(Task* chunk, Stream& stream);
 
+  // -- device places (actor_graph_device.cc) -------------------------------------
+  // A device place's executor streams each own a device stream (compute), and
+  // the place a comm stream for its merge chunks. Ops there are launched, not
+  // run: the executor's stream waits on the device for the op's producers on
+  // other device streams (DependencyWait::kEvent: their events; kStreamSync:
+  // the host waits for their streams), launches the kernel, records the op's
+  // event and passes readiness on at once. The iteration's end waits for the
+  // devices.
+  void BuildDeviceStreams();
+  bool OnDevice(const Task& task) const {
+    return task.stream >= 0 && !device_streams_.empty() && device_streams_[task.stream] != nullptr;
+  }
+  void LaunchTask(Task* task, Stream& stream);
+  // Makes `device`'s next work wait for the producers of `node` on other streams.
+  void WaitForDeviceInputs(int node, DeviceStream& device, Slot& slot);
+  // A merge chunk of a device place: launched on the place's comm stream
+  // after every place's gradient; returns false for a CPU place.
+  bool LaunchChunk(Task* chunk, const Collective& c, Slot& slot);
+  // Before a merge reads its gradients' shapes on the host: the asynchronous
+  // CPU device's kernels size their outputs when they run.
+  void WaitForGradients(const Collective& c, Slot& slot);
+  // The host waits for every device stream (the iteration's end); a stream's
+  // error fails the slot.
+  void SynchronizeDevices(Slot& slot);
+  // The reduce arithmetic of one chunk (actor_graph_collective.cc).
+  void ReduceChunk(Task* chunk, Slot& slot);
+
   // -- block ops (parallel_do) ---------------------------------------------------
   void BuildBlockRunners(Slot& slot);
   void StartBlock(Task* task, Slot& slot, uint32_t generation);
@@ -374,6 +406,10 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // + place]. Chunks of one merge write disjoint ranges; merges of one
   // collective never overlap (training runs one iteration at a time).
   std::vector<std::vector<std::vector<float>>> merge_residuals_;
+  // Device places (actor_graph_device.cc): by global stream id (null for CPU
+  // places' streams), and each place's comm stream (null for CPU places).
+  std::vector<std::unique_ptr<DeviceStream>> device_streams_;
+  std::vector<std::unique_ptr<DeviceStream>> comm_streams_;
   SsaGraph graph_;
   std::vector<Node> nodes_;
   std::vector<int32_t> successor_list_;   // all nodes' successors; tasks point into it

@@ -124,6 +124,7 @@ void ActorGraph::MergeCompressed(const Collective& c, size_t m, Variable* const*
 
 void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
   const Collective& c = collectives_[nodes_[task->node].collective];
+  if (!device_streams_.empty()) WaitForGradients(c, slot);
   if (slot.traced) TraceChunkMessages(c, slot);
   if (slot.backward_pending.load(std::memory_order_relaxed) > 0) {
     slot.overlapped.fetch_add(1, std::memory_order_relaxed);
@@ -175,6 +176,79 @@ void ActorGraph::SubmitChunkInOrder(Slot& slot, int place, int order, Task* chun
   streams_[chunk->stream]->SubmitUrgent(chunk);
 }
 
+// Place chunk->place's part of a merge: every place's values of its range,
+// summed in place order (compressed contributions quantized first).
+void ActorGraph::ReduceChunk(Task* chunk, Slot& slot) {
+  const int n = places();
+  const int p = chunk->place;
+  const Collective& c = collectives_[nodes_[chunk->node].collective];
+  try {
+    const auto& vars = slot.collective_vars[c.order];
+    int64_t total = 0;
+    std::vector<int64_t> sizes;
+    for (size_t m = 0; m < c.members.size(); ++m) {
+      if (slot.collective_sparse[c.order][m]) {  // merged whole, by place 0's chunk
+        if (p == 0) MergeSparse(c, m, slot);
+        sizes.push_back(0);
+        continue;
+      }
+      const Tensor& first = vars[m * (n + 1)]->tensor();
+      RILL_CHECK(first.initialized(), kInvalidArgument, "gradient \"", c.members[m],
+                 "\" holds no value on place 0");
+      for (int q = 1; q < n; ++q) {
+        const Tensor& other = vars[m * (n + 1) + q]->tensor();
+        RILL_CHECK(
+            other.initialized() && other.shape() == first.shape() && other.dtype() == first.dtype(),
+            kInvalidArgument, "gradient \"", c.members[m], "\" is ",
+            other.initialized() ? other.Describe() : std::string("empty"), " on place ", q, " but ",
+            first.Describe(), " on place 0");
+      }
+      sizes.push_back(first.numel());
+      total += first.numel();
+    }
+    int64_t begin = 0, end = 0;
+    ChunkRange(total, p, n, &begin, &end);
+    int64_t offset = 0;
+    for (size_t m = 0; m < c.members.size(); ++m) {
+      const int64_t lo = std::max(begin, offset) - offset;
+      const int64_t hi = std::min(end, offset + sizes[m]) - offset;
+      offset += sizes[m];
+      if (lo >= hi) continue;
+      Variable* const* places_vars = &vars[m * (n + 1)];
+      if (slot.collective_compressed[c.order][m]) {
+        MergeCompressed(c, m, places_vars, lo, hi);
+        continue;
+      }
+      VisitFloatType(places_vars[0]->tensor().dtype(), [&]<class T>() {
+        // Block by block: sum the places' values in place order (the same
+        // bits on every run), then write the sum where it goes.
+        constexpr int64_t kBlock = 2048;
+        T sum[kBlock];
+        T* shared = c.reduce ? places_vars[n]->mutable_tensor()->mutable_data<T>() : nullptr;
+        for (int64_t b = lo; b < hi; b += kBlock) {
+          const int64_t len = std::min(kBlock, hi - b);
+          const T* first = places_vars[0]->tensor().data<T>() + b;
+          for (int64_t i = 0; i < len; ++i) sum[i] = first[i];
+          for (int q = 1; q < n; ++q) {
+            const T* g = places_vars[q]->tensor().data<T>() + b;
+            for (int64_t i = 0; i < len; ++i) sum[i] += g[i];
+          }
+          if (shared != nullptr) {
+            std::copy(sum, sum + len, shared + b);
+            continue;
+          }
+          for (int q = 0; q < n; ++q) {
+            T* g = places_vars[q]->mutable_tensor()->mutable_data<T>() + b;
+            std::copy(sum, sum + len, g);
+          }
+        }
+      });
+    }
+  } catch (const Error& e) {
+    FailIteration(slot, chunk->node, e);
+  }
+}
+
 void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
   Slot& slot = *slots_[chunk->slot];
   const uint32_t generation = chunk->countdown.generation();
@@ -195,71 +269,7 @@ void ActorGraph::RunChunk(Task* chunk, Stream& stream) {
   const int64_t began = traced ? TraceRecorder::Now() : 0;
   if (!slot.cancelled.load(std::memory_order_relaxed)) {
     stream.SetRunning(chunk->node);
-    try {
-      const auto& vars = slot.collective_vars[c.order];
-      int64_t total = 0;
-      std::vector<int64_t> sizes;
-      for (size_t m = 0; m < c.members.size(); ++m) {
-        if (slot.collective_sparse[c.order][m]) {  // merged whole, by place 0's chunk
-          if (p == 0) MergeSparse(c, m, slot);
-          sizes.push_back(0);
-          continue;
-        }
-        const Tensor& first = vars[m * (n + 1)]->tensor();
-        RILL_CHECK(first.initialized(), kInvalidArgument, "gradient \"", c.members[m],
-                   "\" holds no value on place 0");
-        for (int q = 1; q < n; ++q) {
-          const Tensor& other = vars[m * (n + 1) + q]->tensor();
-          RILL_CHECK(other.initialized() && other.shape() == first.shape() &&
-                         other.dtype() == first.dtype(),
-                     kInvalidArgument, "gradient \"", c.members[m], "\" is ",
-                     other.initialized() ? other.Describe() : std::string("empty"), " on place ", q,
-                     " but ", first.Describe(), " on place 0");
-        }
-        sizes.push_back(first.numel());
-        total += first.numel();
-      }
-      int64_t begin = 0, end = 0;
-      ChunkRange(total, p, n, &begin, &end);
-      int64_t offset = 0;
-      for (size_t m = 0; m < c.members.size(); ++m) {
-        const int64_t lo = std::max(begin, offset) - offset;
-        const int64_t hi = std::min(end, offset + sizes[m]) - offset;
-        offset += sizes[m];
-        if (lo >= hi) continue;
-        Variable* const* places_vars = &vars[m * (n + 1)];
-        if (slot.collective_compressed[c.order][m]) {
-          MergeCompressed(c, m, places_vars, lo, hi);
-          continue;
-        }
-        VisitFloatType(places_vars[0]->tensor().dtype(), [&]<class T>() {
-          // Block by block: sum the places' values in place order (the same
-          // bits on every run), then write the sum where it goes.
-          constexpr int64_t kBlock = 2048;
-          T sum[kBlock];
-          T* shared = c.reduce ? places_vars[n]->mutable_tensor()->mutable_data<T>() : nullptr;
-          for (int64_t b = lo; b < hi; b += kBlock) {
-            const int64_t len = std::min(kBlock, hi - b);
-            const T* first = places_vars[0]->tensor().data<T>() + b;
-            for (int64_t i = 0; i < len; ++i) sum[i] = first[i];
-            for (int q = 1; q < n; ++q) {
-              const T* g = places_vars[q]->tensor().data<T>() + b;
-              for (int64_t i = 0; i < len; ++i) sum[i] += g[i];
-            }
-            if (shared != nullptr) {
-              std::copy(sum, sum + len, shared + b);
-              continue;
-            }
-            for (int q = 0; q < n; ++q) {
-              T* g = places_vars[q]->mutable_tensor()->mutable_data<T>() + b;
-              std::copy(sum, sum + len, g);
-            }
-          }
-        });
-      }
-    } catch (const Error& e) {
-      FailIteration(slot, chunk->node, e);
-    }
+    if (!LaunchChunk(chunk, c, slot)) ReduceChunk(chunk, slot);
     stream.SetRunning(-1);
     if (traced) {
       TraceSpan(TraceEventKind::kKernel, trace_chunk_lanes_[static_cast<size_t>(c.order * n + p)],

@@ -330,6 +330,10 @@ void ActorGraph::RunTask(Task* task, Stream& stream) {
     RunChunk(task, stream);
     return;
   }
+  if (OnDevice(*task)) {
+    LaunchTask(task, stream);
+    return;
+  }
   Slot& slot = *slots_[task->slot];
   const uint32_t generation = task->countdown.generation();
   if (generation != slot.generation.load(std::memory_order_acquire)) return;  // left by an abort
@@ -497,6 +501,7 @@ void ActorGraph::FailIteration(Slot& slot, int node, const Error& error) {
 }
 
 void ActorGraph::Finish(Slot& slot) {
+  if (!device_streams_.empty()) SynchronizeDevices(slot);
   std::exception_ptr error;
   {
     std::lock_guard<std::mutex> lock(slot.error_mutex);

@@ -169,7 +169,8 @@ void ActorGraph::TraceSends(const Task& task, const Slot& slot) {
     e.iteration = slot.iteration;
     e.graph = static_cast<uint16_t>(trace_graph_);
     e.detail = trace_edge_detail_[edge];
-    e.bytes = PayloadBytes(slot.trace_edge_vars[edge]);
+    // A device op's outputs are written on its stream's thread, later.
+    e.bytes = device_streams_.empty() ? PayloadBytes(slot.trace_edge_vars[edge]) : 0;
     trace_->Record(e);
   }
 }

@@ -243,6 +243,8 @@ const AttrSpec* OpSchema::FindAttr(const std::string& name) const {
 }
 
 const KernelFn* OpSchema::FindKernel(Place::Kind place) const {
+  // The asynchronous CPU device runs the CPU kernels, on its streams' threads.
+  if (place == Place::Kind::kAsyncCpu) place = Place::Kind::kCpu;
   auto it = kernels_.find(place);
   return it == kernels_.end() ? nullptr : &it->second;
 }

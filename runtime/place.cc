@@ -7,20 +7,28 @@
 namespace rill {
 
 std::string Place::ToString() const {
-  return is_cpu() ? std::string("cpu") : "cuda:" + std::to_string(device);
+  switch (kind) {
+    case Kind::kCpu: return "cpu";
+    case Kind::kCuda: return "cuda:" + std::to_string(device);
+    case Kind::kAsyncCpu: return "acpu:" + std::to_string(device);
+  }
+  return "?";
 }
 
 Place Place::Parse(const std::string& text) {
   if (text == "cpu" || text.rfind("cpu:", 0) == 0) return Cpu();
-  if (text.rfind("cuda:", 0) == 0) {
-    const std::string index = text.substr(5);
+  for (const auto& [prefix, kind] :
+       {std::pair<std::string, Kind>{"cuda:", Kind::kCuda}, {"acpu:", Kind::kAsyncCpu}}) {
+    if (text.rfind(prefix, 0) != 0) continue;
+    const std::string index = text.substr(prefix.size());
     char* end = nullptr;
     long value = std::strtol(index.c_str(), &end, 10);
     if (!index.empty() && *end == '\0' && value >= 0 && value < 1024) {
-      return Cuda(static_cast<int>(value));
+      return {kind, static_cast<int>(value)};
     }
   }
-  Fail(ErrorCode::kInvalidArgument, "bad place \"", text, "\" (expected cpu or cuda:<index>)");
+  Fail(ErrorCode::kInvalidArgument, "bad place \"", text,
+       "\" (expected cpu, cuda:<index> or acpu:<index>)");
 }
 
 std::vector<Place> ParsePlaces(const std::string& text) {

@@ -9,7 +9,7 @@
 namespace rill {
 
 Buffer::Buffer(size_t bytes, Place place) : bytes_(bytes), place_(place) {
-  RILL_CHECK(place.is_cpu(), kUnimplemented, "no allocator for place ", place.ToString());
+  RILL_CHECK(place.host_memory(), kUnimplemented, "no allocator for place ", place.ToString());
   data_ = BufferPool::Instance().Allocate(bytes);
 }
 

@@ -17,7 +17,8 @@ case "$fuzzer" in
   *) echo "run_fuzzer.sh: unknown fuzzer '$fuzzer' (program_fuzzer, npy_fuzzer or wire_fuzzer)" >&2; exit 2 ;;
 esac
 
-options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_BUILD_FUZZERS=ON -DRILL_BUILD_TESTS=OFF)
+options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_BUILD_FUZZERS=ON -DRILL_BUILD_TESTS=OFF
+  -DRILL_CUDA=OFF)
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   generator=()
   if command -v ninja >/dev/null; then generator=(-G Ninja); fi
