@@ -252,7 +252,9 @@ WireMessage WirePushCompressed(const std::string& var, int64_t step, const Shape
                                                    : proto::CompressedTensor::INT8);
   c.set_chunk(q.chunk);
   c.mutable_dims()->Add(shape.begin(), shape.end());
-  c.set_scales(reinterpret_cast<const char*>(q.scales.data()), q.scales.size() * sizeof(float));
+  if (!q.scales.empty()) {
+    c.set_scales(reinterpret_cast<const char*>(q.scales.data()), q.scales.size() * sizeof(float));
+  }
   c.set_data(q.codes);
   if (rows != nullptr) {
     RILL_CHECK(!shape.empty() && shape[0] == static_cast<int64_t>(rows->rows.size()),
@@ -337,7 +339,9 @@ Tensor ValueOf(const WireMessage& message) {
   const Shape shape(c.dims().begin(), c.dims().end());
   q.count = NumElements(shape);
   q.scales.resize(c.scales().size() / sizeof(float));
-  std::memcpy(q.scales.data(), c.scales().data(), q.scales.size() * sizeof(float));
+  if (!q.scales.empty()) {  // memcpy of nothing from an empty vector's null data is undefined
+    std::memcpy(q.scales.data(), c.scales().data(), q.scales.size() * sizeof(float));
+  }
   q.codes = c.data();
   Tensor value(DataType::kFloat32, shape);
   Dequantize(q, value.mutable_data<float>());

@@ -13,7 +13,15 @@ namespace {
 struct Registry {
   std::mutex mutex;  // guards registration; lookups happen after static init
   std::unordered_map<std::string, std::unique_ptr<OpSchema>> schemas;
+  // Kernels registered before their op: attached when it is.
+  std::unordered_map<std::string, std::vector<std::pair<Place::Kind, KernelFn>>> pending_kernels;
 };
+
+void AttachKernel(OpSchema& schema, Place::Kind place, KernelFn fn) {
+  RILL_CHECK(schema.FindKernel(place) == nullptr, kInvalidArgument, "op type \"", schema.type(),
+             "\" already has a kernel for ", Place{place, 0}.ToString());
+  schema.Kernel(place, std::move(fn));
+}
 
 Registry& GlobalRegistry() {
   static Registry* registry = new Registry;  // never destroyed: used by static destructors
@@ -43,8 +51,24 @@ void RegisterOps(std::vector<OpSchema> schemas) {
   }
   for (auto& schema : schemas) {
     const std::string type = schema.type();
-    r.schemas[type] = std::make_unique<OpSchema>(std::move(schema));
+    auto& registered = r.schemas[type] = std::make_unique<OpSchema>(std::move(schema));
+    auto pending = r.pending_kernels.find(type);
+    if (pending == r.pending_kernels.end()) continue;
+    for (auto& [place, fn] : pending->second) AttachKernel(*registered, place, std::move(fn));
+    r.pending_kernels.erase(pending);
   }
+}
+
+bool RegisterKernel(const std::string& type, Place::Kind place, KernelFn fn) {
+  Registry& r = GlobalRegistry();
+  std::lock_guard lock(r.mutex);
+  auto it = r.schemas.find(type);
+  if (it == r.schemas.end()) {
+    r.pending_kernels[type].emplace_back(place, std::move(fn));
+  } else {
+    AttachKernel(*it->second, place, std::move(fn));
+  }
+  return true;
 }
 
 const OpSchema* FindOpSchema(const std::string& type) {

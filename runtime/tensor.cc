@@ -5,15 +5,22 @@
 #include <new>
 
 #include "runtime/buffer_pool.h"
+#include "runtime/device/device_memory.h"
 
 namespace rill {
 
 Buffer::Buffer(size_t bytes, Place place) : bytes_(bytes), place_(place) {
-  RILL_CHECK(place.host_memory(), kUnimplemented, "no allocator for place ", place.ToString());
-  data_ = BufferPool::Instance().Allocate(bytes);
+  data_ = place.host_memory() ? BufferPool::Instance().Allocate(bytes)
+                              : AllocateDeviceMemory(place, bytes);
 }
 
-Buffer::~Buffer() { BufferPool::Instance().Free(data_, bytes_); }
+Buffer::~Buffer() {
+  if (place_.host_memory()) {
+    BufferPool::Instance().Free(data_, bytes_);
+  } else {
+    FreeDeviceMemory(place_, data_, bytes_);
+  }
+}
 
 Tensor::Tensor(DataType dtype, Shape shape, Place place) { Allocate(dtype, shape, place); }
 
@@ -79,7 +86,18 @@ Tensor Tensor::Clone() const {
 void Tensor::CopyFrom(const Tensor& other) {
   if (&other == this) return;
   Allocate(other.dtype_, other.shape_, other.place_);
-  if (other.numel_ > 0) std::memcpy(raw_data(), other.raw_data(), other.bytes());
+  if (other.numel_ == 0) return;
+  if (place_.host_memory()) {
+    std::memcpy(raw_data(), other.raw_data(), other.bytes());
+  } else {
+    CopyBetweenPlaces(raw_data(), place_, other.raw_data(), other.place_, other.bytes());
+  }
+}
+
+Tensor Tensor::CopyTo(Place place) const {
+  Tensor out(dtype_, shape_, place);
+  if (numel_ > 0) CopyBetweenPlaces(out.raw_data(), place, raw_data(), place_, bytes());
+  return out;
 }
 
 void Tensor::Fill(double value) {
@@ -95,8 +113,6 @@ double Tensor::GetAsDouble(int64_t i) const {
   return VisitDataType(dtype_, [&]<class T>() { return static_cast<double>(data<T>()[i]); });
 }
 
-std::string Tensor::Describe() const {
-  return StrCat(DataTypeName(dtype_), ShapeToString(shape_));
-}
+std::string Tensor::Describe() const { return StrCat(DataTypeName(dtype_), ShapeToString(shape_)); }
 
 }  // namespace rill

@@ -85,6 +85,8 @@ class Tensor {
   void ShareDataWith(const Tensor& other) { *this = other; }
   // Deep copy with its own buffer.
   Tensor Clone() const;
+  // A copy on `place` (host memory or a device's), made before returning.
+  Tensor CopyTo(Place place) const;
   // Copies other's elements into this tensor, allocating as needed.
   void CopyFrom(const Tensor& other);
   // Sets every element to `value` converted to dtype().

@@ -277,6 +277,12 @@ TEST(WireTest, CompressedValuesReadBackAsTheirCodesSay) {
   Dequantize(q, expected.mutable_data<float>());
   ExpectSameTensor(back.value, expected);
   EXPECT_THROW(WirePushCompressed("w", 0, {4}, q), Error);  // 6 values for shape [4]
+  // An empty value: no scales, no codes (the fuzzer's first find: a memcpy
+  // from an empty vector).
+  const QuantizedValues none = Quantize(nullptr, 0, GradientCompression::kInt8);
+  const WireMessage empty =
+      DecodeWire(EncodeWire(WirePushCompressed("e@GRAD", 0, {0, 3}, none)), WireLimits{}, kPeer);
+  EXPECT_EQ(WireTensor(empty).shape(), (Shape{0, 3}));
 }
 
 TEST(WireTest, MalformedCompressedValuesAreRejected) {

@@ -1,0 +1,19 @@
+// CUDA kernels of the activation ops, as plain launchers: this header is
+// included by the .cu files (nvcc, C++17) and by the kernels' glue in .cc
+// files (C++20), so it holds only what both read alike.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+namespace rill::cuda {
+
+// y = max(x, 0)
+template <class T>
+void Relu(const T* x, T* y, int64_t n, cudaStream_t stream);
+// dx = y > 0 ? dy : 0; dy null: zeros
+template <class T>
+void ReluGrad(const T* y, const T* dy, T* dx, int64_t n, cudaStream_t stream);
+
+}  // namespace rill::cuda

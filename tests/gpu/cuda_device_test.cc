@@ -1,0 +1,73 @@
+// The CUDA device layer on a GPU: streams and events (a stream waits for
+// another's event; host waits), the caching allocator (no cudaMalloc for a
+// block freed and asked for again; peak and in-use bytes), copies between
+// host and device. Skips, saying why, without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "runtime/device/cuda_stream.h"
+#include "runtime/device/device.h"
+#include "runtime/device/device_memory.h"
+#include "runtime/tensor.h"
+
+namespace rill {
+namespace {
+
+void RequireDevice() {
+  std::string why;
+  if (CudaDeviceCount(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+}
+
+TEST(CudaDeviceTest, TensorsGoToTheDeviceAndBack) {
+  RequireDevice();
+  Tensor host(DataType::kFloat32, {1000});
+  for (int i = 0; i < 1000; ++i) host.mutable_data<float>()[i] = 0.5f * static_cast<float>(i);
+  const Tensor device = host.CopyTo(Place::Cuda(0));
+  EXPECT_EQ(device.place(), Place::Cuda(0));
+  Tensor again;
+  again.CopyFrom(device);  // device to device
+  const Tensor back = again.CopyTo(Place::Cpu());
+  for (int i = 0; i < 1000; ++i) ASSERT_EQ(back.data<float>()[i], 0.5f * static_cast<float>(i));
+}
+
+TEST(CudaDeviceTest, TheCachingAllocatorReusesFreedBlocksAndCounts) {
+  RequireDevice();
+  const Place gpu = Place::Cuda(0);
+  ReleaseCachedDeviceMemory(gpu);
+  const DeviceMemoryStats before = GetDeviceMemoryStats(gpu);
+  {
+    Tensor a(DataType::kFloat32, {1 << 20}, gpu);  // 4 MiB
+    const DeviceMemoryStats during = GetDeviceMemoryStats(gpu);
+    EXPECT_GE(during.in_use_bytes - before.in_use_bytes, 4 << 20);
+    EXPECT_GE(during.peak_in_use_bytes, during.in_use_bytes);
+  }
+  const DeviceMemoryStats freed = GetDeviceMemoryStats(gpu);
+  EXPECT_EQ(freed.in_use_bytes, before.in_use_bytes);
+  EXPECT_GE(freed.cached_bytes, 4 << 20);
+  { Tensor b(DataType::kFloat32, {1 << 20}, gpu); }
+  EXPECT_EQ(GetDeviceMemoryStats(gpu).device_allocations, freed.device_allocations)
+      << "a freed block of the same size was not reused";
+}
+
+TEST(CudaDeviceTest, StreamsWaitForEachOthersEvents) {
+  RequireDevice();
+  CudaStream producer(0, "cuda:0 compute"), consumer(0, "cuda:0 copy");
+  const size_t n = 64 << 20;  // a copy long enough to still run when the wait is queued
+  Tensor big(DataType::kFloat32, {static_cast<int64_t>(n / 4)});
+  big.Fill(1.0);
+  Tensor device(DataType::kFloat32, big.shape(), Place::Cuda(0));
+  Tensor back(DataType::kFloat32, big.shape());
+  auto event = producer.NewEvent();
+  CopyBetweenPlaces(device.raw_data(), device.place(), big.raw_data(), Place::Cpu(), n, &producer);
+  producer.Record(*event);
+  consumer.Wait(*event);
+  CopyBetweenPlaces(back.raw_data(), Place::Cpu(), device.raw_data(), device.place(), n, &consumer);
+  consumer.Synchronize();
+  EXPECT_TRUE(event->Query());
+  EXPECT_EQ(back.data<float>()[0], 1.0f);
+  EXPECT_EQ(back.data<float>()[n / 4 - 1], 1.0f);
+}
+
+}  // namespace
+}  // namespace rill
