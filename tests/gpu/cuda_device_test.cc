@@ -14,13 +14,15 @@
 namespace rill {
 namespace {
 
-void RequireDevice() {
-  std::string why;
-  if (CudaDeviceCount(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
-}
+// GTEST_SKIP returns from the function it is in: a macro, so that it is the test.
+#define REQUIRE_CUDA_DEVICE()                                                  \
+  do {                                                                         \
+    std::string why;                                                           \
+    if (CudaDeviceCount(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why; \
+  } while (false)
 
 TEST(CudaDeviceTest, TensorsGoToTheDeviceAndBack) {
-  RequireDevice();
+  REQUIRE_CUDA_DEVICE();
   Tensor host(DataType::kFloat32, {1000});
   for (int i = 0; i < 1000; ++i) host.mutable_data<float>()[i] = 0.5f * static_cast<float>(i);
   const Tensor device = host.CopyTo(Place::Cuda(0));
@@ -32,7 +34,7 @@ TEST(CudaDeviceTest, TensorsGoToTheDeviceAndBack) {
 }
 
 TEST(CudaDeviceTest, TheCachingAllocatorReusesFreedBlocksAndCounts) {
-  RequireDevice();
+  REQUIRE_CUDA_DEVICE();
   const Place gpu = Place::Cuda(0);
   ReleaseCachedDeviceMemory(gpu);
   const DeviceMemoryStats before = GetDeviceMemoryStats(gpu);
@@ -51,7 +53,7 @@ TEST(CudaDeviceTest, TheCachingAllocatorReusesFreedBlocksAndCounts) {
 }
 
 TEST(CudaDeviceTest, StreamsWaitForEachOthersEvents) {
-  RequireDevice();
+  REQUIRE_CUDA_DEVICE();
   CudaStream producer(0, "cuda:0 compute"), consumer(0, "cuda:0 copy");
   const size_t n = 64 << 20;  // a copy long enough to still run when the wait is queued
   Tensor big(DataType::kFloat32, {static_cast<int64_t>(n / 4)});
