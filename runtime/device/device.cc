@@ -65,6 +65,7 @@ void* AllocateDeviceMemory(const Place& place, size_t bytes) {
 #ifdef RILL_WITH_CUDA
   return CudaAllocate(device, bytes);
 #else
+  (void)bytes;
   return nullptr;
 #endif
 }
