@@ -370,16 +370,19 @@ blocks {
 // edges and stream order) accounts for the iteration's time within 10%.
 // What the path misses is the driver's time before the first feed, which a
 // loaded machine stretches by a preempted time slice (4 ms of a 36 ms
-// iteration with four busy loops on two cores): noise only ever lowers the
-// ratio, so the best of three runs is the one checked, and a path that misses
-// part of the iteration by construction fails all three.
+// iteration with four busy loops on two cores); and under a slow build
+// (ASan) the optimizer ops' stream order can end later than the merges and
+// carry the walk past them. Noise only ever spoils a run, so the test asks
+// for one of three runs to have both, while every run must have a path no
+// longer than its iteration; a path that misses part of the iteration or
+// the merges by construction fails all three.
 TEST_F(RillCliTest, TwoPlaceCnnTraceHasACriticalPathAsLongAsItsIteration) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
     GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
   }
-  double best = 0;
+  bool good = false;
   std::string outputs;
-  for (int attempt = 0; attempt < 3 && best <= 0.9; ++attempt) {
+  for (int attempt = 0; attempt < 3 && !good; ++attempt) {
     Result r = Rill({"train", "--model", "cnn", "--places", "cpu:2", "--epochs", "1", "--max-steps",
                      "10", "--trace-skip", "2", "--trace-steps", "6", "--trace", Path("cnn.json")});
     ASSERT_EQ(r.status, 0) << r.output;
@@ -392,13 +395,13 @@ TEST_F(RillCliTest, TwoPlaceCnnTraceHasACriticalPathAsLongAsItsIteration) {
     ASSERT_TRUE(path.is_object()) << r.output;
     const double ratio = path["length_us"].get<double>() / path["iteration_us"].get<double>();
     EXPECT_LE(ratio, 1.0) << r.output;
-    bool merges = false;
+    bool merges = false;  // a 2-place iteration ends with gradient merges
     for (const auto& node : path["nodes"]) merges |= node["type"] == "allreduce";
-    EXPECT_TRUE(merges) << "a 2-place iteration ends with gradient merges";
-    best = std::max(best, ratio);
+    good = ratio > 0.9 && merges;
     outputs += r.output + "\n";
   }
-  EXPECT_GT(best, 0.9) << outputs;
+  EXPECT_TRUE(good) << "no run's critical path covered 90% of its iteration through the merges:\n"
+                    << outputs;
 }
 
 // Two places evaluate the parameters as trained, every epoch: the evaluation
