@@ -17,20 +17,13 @@
 #include "runtime/op_desc.h"
 #include "runtime/op_registry.h"
 #include "runtime/scope.h"
+#include "tests/gpu/op_cases.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
 namespace {
 
 using testing::RandomTensor;
-
-struct Case {
-  std::string type;
-  std::map<std::string, Tensor> inputs;  // slot -> value (one variable per slot)
-  std::vector<std::string> outputs;      // slots
-  double atol = 1e-6;
-  double rtol = 1e-5;
-};
 
 // The op's outputs, run on `place` (inputs copied there, outputs back).
 std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
@@ -49,6 +42,7 @@ std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
     out->add_vars("out_" + slot);
   }
   const OpSchema& schema = GetOpSchema(c.type);
+  for (const auto& [name, value] : c.attrs) *desc.add_attrs() = value;
   KernelContext ctx(desc, schema, &scope, place, 1);
   const KernelFn* kernel = schema.FindKernel(place.kind);
   if (place.host_memory()) {
@@ -66,15 +60,11 @@ std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
 }
 
 std::vector<Case> Cases() {
-  const Tensor x = RandomTensor({37, 129}, 1, -1, 1, DataType::kFloat32);
-  const Tensor dy = RandomTensor({37, 129}, 2, -1, 1, DataType::kFloat32);
-  const Tensor x64 = RandomTensor({1000}, 3, -1, 1);
-  return {
-      {"relu", {{"X", x}}, {"Out"}, 0, 0},
-      {"relu", {{"X", x64}}, {"Out"}, 0, 0},
-      {"relu_grad", {{"Out", x}, {"Out@GRAD", dy}}, {"X@GRAD"}, 0, 0},
-      {"relu_grad", {{"Out", x}}, {"X@GRAD"}, 0, 0},  // no Out@GRAD: zeros
-  };
+  std::vector<Case> all;
+  for (const auto& group : {ActivationCases}) {
+    for (Case& c : group()) all.push_back(std::move(c));
+  }
+  return all;
 }
 
 TEST(OpAgreementTest, EveryCudaKernelHasACase) {
