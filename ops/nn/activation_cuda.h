@@ -16,4 +16,18 @@ void Relu(const T* x, T* y, int64_t n, cudaStream_t stream);
 template <class T>
 void ReluGrad(const T* y, const T* dy, T* dx, int64_t n, cudaStream_t stream);
 
+// y = 1 / (1 + exp(-x))
+template <class T>
+void Sigmoid(const T* x, T* y, int64_t n, cudaStream_t stream);
+// dx = (dy * y) * (1 - y), rounded step by step (no FMA); dy null: zeros
+template <class T>
+void SigmoidGrad(const T* y, const T* dy, T* dx, int64_t n, cudaStream_t stream);
+
+// y = tanh(x)
+template <class T>
+void Tanh(const T* x, T* y, int64_t n, cudaStream_t stream);
+// dx = dy * (1 - y * y), rounded step by step (no FMA); dy null: zeros
+template <class T>
+void TanhGrad(const T* y, const T* dy, T* dx, int64_t n, cudaStream_t stream);
+
 }  // namespace rill::cuda
