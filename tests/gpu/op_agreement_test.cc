@@ -61,7 +61,7 @@ std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
 
 std::vector<Case> Cases() {
   std::vector<Case> all;
-  for (const auto& group : {ActivationCases}) {
+  for (const auto& group : {ActivationCases, UnaryCases}) {
     for (Case& c : group()) all.push_back(std::move(c));
   }
   return all;

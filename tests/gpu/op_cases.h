@@ -26,5 +26,6 @@ proto::Attr FloatAttr(const std::string& name, float value);
 proto::Attr IntAttr(const std::string& name, int64_t value);
 
 std::vector<Case> ActivationCases();  // cases_activation.cc
+std::vector<Case> UnaryCases();       // cases_unary.cc
 
 }  // namespace rill
