@@ -61,7 +61,7 @@ std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
 
 std::vector<Case> Cases() {
   std::vector<Case> all;
-  for (const auto& group : {ActivationCases, UnaryCases}) {
+  for (const auto& group : {ActivationCases, UnaryCases, OptimizerCases, TensorCases}) {
     for (Case& c : group()) all.push_back(std::move(c));
   }
   return all;
@@ -83,6 +83,19 @@ TEST(OpAgreementTest, EveryCudaKernelHasACase) {
   std::string list;
   for (const auto& type : missing_kernel) list += " " + type;
   std::printf("ops without a CUDA kernel (%zu):%s\n", missing_kernel.size(), list.c_str());
+}
+
+// The cases themselves are checked where there is no GPU: each runs on the
+// CPU and gives every output it names.
+TEST(OpAgreementTest, EveryCaseRunsOnTheCpu) {
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.type);
+    const auto out = RunOn(c, Place::Cpu());
+    for (const std::string& slot : c.outputs) {
+      ASSERT_TRUE(out.count(slot)) << slot;
+      EXPECT_TRUE(out.at(slot).initialized()) << slot;
+    }
+  }
 }
 
 TEST(OpAgreementTest, CpuAndCudaAgree) {

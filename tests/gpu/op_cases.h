@@ -27,5 +27,7 @@ proto::Attr IntAttr(const std::string& name, int64_t value);
 
 std::vector<Case> ActivationCases();  // cases_activation.cc
 std::vector<Case> UnaryCases();       // cases_unary.cc
+std::vector<Case> OptimizerCases();   // cases_optimizer.cc
+std::vector<Case> TensorCases();      // cases_tensor.cc
 
 }  // namespace rill
