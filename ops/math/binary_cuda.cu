@@ -1,0 +1,183 @@
+// Device code of the binary elementwise math ops (binary_cuda.h). Grid-stride
+// loops: one launch covers any size with a bounded grid.
+#include "ops/math/binary_cuda.h"
+
+namespace rill::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
+}
+
+// IEEE-rounded arithmetic, one rounding per operation as on the CPU (x86-64
+// without FMA): nvcc would otherwise contract dout * x + acc into an FMA; the
+// _rn intrinsics also keep division exact under fast-math flags.
+__device__ __forceinline__ float Add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ float Sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ double Sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ float Mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ float Div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
+
+// Out = f(X, Y), as the elementwise_*_op.cc lambdas.
+template <BinaryOp kOp, class T>
+__device__ __forceinline__ T Forward(T x, T y) {
+  if constexpr (kOp == BinaryOp::kAdd) return Add(x, y);
+  if constexpr (kOp == BinaryOp::kSub) return Sub(x, y);
+  if constexpr (kOp == BinaryOp::kMul) return Mul(x, y);
+  if constexpr (kOp == BinaryOp::kDiv) return Div(x, y);
+  if constexpr (kOp == BinaryOp::kMax) return x > y ? x : y;  // NaN in X: Y, as the CPU
+}
+
+template <BinaryOp kOp, class T>
+__device__ __forceinline__ T TermX(T x, T y, T dout) {
+  if constexpr (kOp == BinaryOp::kAdd || kOp == BinaryOp::kSub) return dout;
+  if constexpr (kOp == BinaryOp::kMul) return Mul(dout, y);
+  if constexpr (kOp == BinaryOp::kDiv) return Div(dout, y);
+  if constexpr (kOp == BinaryOp::kMax) return x > y ? dout : T(0);
+}
+
+template <BinaryOp kOp, class T>
+__device__ __forceinline__ T TermY(T x, T y, T dout) {
+  if constexpr (kOp == BinaryOp::kAdd) return dout;
+  if constexpr (kOp == BinaryOp::kSub) return -dout;
+  if constexpr (kOp == BinaryOp::kMul) return Mul(dout, x);
+  if constexpr (kOp == BinaryOp::kDiv) return Div(Mul(-dout, x), Mul(y, y));
+  if constexpr (kOp == BinaryOp::kMax) return x > y ? T(0) : dout;
+}
+
+template <BinaryOp kOp, class T>
+__global__ void ForwardKernel(const T* x, const T* y, T* out, int64_t total, int64_t n,
+                              int64_t post) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{blockDim.x} * gridDim.x) {
+    const int64_t j = (e / post) % n;
+    out[e] = Forward<kOp>(x[e], y[j]);
+  }
+}
+
+template <BinaryOp kOp, class T>
+__global__ void GradXKernel(const T* x, const T* y, const T* dout, T* dx, int64_t total,
+                            int64_t n, int64_t post) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{blockDim.x} * gridDim.x) {
+    if (dout == nullptr) {
+      dx[e] = T(0);
+    } else {
+      const int64_t j = (e / post) % n;
+      dx[e] = TermX<kOp>(x[e], y[j], dout[e]);
+    }
+  }
+}
+
+// One thread per element of Y, summing sequentially in the CPU loop's order
+// (ForEachBroadcastElement: i outer, k inner), starting from 0.
+template <BinaryOp kOp, class T>
+__global__ void GradYKernel(const T* x, const T* y, const T* dout, T* dy, int64_t pre, int64_t n,
+                            int64_t post) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
+       j += int64_t{blockDim.x} * gridDim.x) {
+    T acc = T(0);
+    if (dout != nullptr) {
+      const T yj = y[j];
+      for (int64_t i = 0; i < pre; ++i) {
+        const int64_t base = (i * n + j) * post;
+        for (int64_t k = 0; k < post; ++k) {
+          acc = Add(acc, TermY<kOp>(x[base + k], yj, dout[base + k]));
+        }
+      }
+    }
+    dy[j] = acc;
+  }
+}
+
+}  // namespace
+
+template <class T>
+void BinaryForward(BinaryOp op, const T* x, const T* y, T* out, int64_t pre, int64_t n,
+                   int64_t post, cudaStream_t stream) {
+  const int64_t total = pre * n * post;
+  if (total <= 0) return;
+  switch (op) {
+    case BinaryOp::kAdd:
+      ForwardKernel<BinaryOp::kAdd, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      break;
+    case BinaryOp::kSub:
+      ForwardKernel<BinaryOp::kSub, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      break;
+    case BinaryOp::kMul:
+      ForwardKernel<BinaryOp::kMul, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      break;
+    case BinaryOp::kDiv:
+      ForwardKernel<BinaryOp::kDiv, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      break;
+    case BinaryOp::kMax:
+      ForwardKernel<BinaryOp::kMax, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      break;
+  }
+}
+
+template <class T>
+void BinaryGradX(BinaryOp op, const T* x, const T* y, const T* dout, T* dx, int64_t pre,
+                 int64_t n, int64_t post, cudaStream_t stream) {
+  const int64_t total = pre * n * post;
+  if (total <= 0) return;
+  switch (op) {
+    case BinaryOp::kAdd:
+      GradXKernel<BinaryOp::kAdd, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      break;
+    case BinaryOp::kSub:
+      GradXKernel<BinaryOp::kSub, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      break;
+    case BinaryOp::kMul:
+      GradXKernel<BinaryOp::kMul, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      break;
+    case BinaryOp::kDiv:
+      GradXKernel<BinaryOp::kDiv, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      break;
+    case BinaryOp::kMax:
+      GradXKernel<BinaryOp::kMax, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      break;
+  }
+}
+
+template <class T>
+void BinaryGradY(BinaryOp op, const T* x, const T* y, const T* dout, T* dy, int64_t pre,
+                 int64_t n, int64_t post, cudaStream_t stream) {
+  if (n <= 0) return;
+  switch (op) {
+    case BinaryOp::kAdd:
+      GradYKernel<BinaryOp::kAdd, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      break;
+    case BinaryOp::kSub:
+      GradYKernel<BinaryOp::kSub, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      break;
+    case BinaryOp::kMul:
+      GradYKernel<BinaryOp::kMul, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      break;
+    case BinaryOp::kDiv:
+      GradYKernel<BinaryOp::kDiv, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      break;
+    case BinaryOp::kMax:
+      GradYKernel<BinaryOp::kMax, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      break;
+  }
+}
+
+#define RILL_INSTANTIATE_BINARY(T)                                                              \
+  template void BinaryForward<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, int64_t,   \
+                                 cudaStream_t);                                                 \
+  template void BinaryGradX<T>(BinaryOp, const T*, const T*, const T*, T*, int64_t, int64_t,    \
+                               int64_t, cudaStream_t);                                          \
+  template void BinaryGradY<T>(BinaryOp, const T*, const T*, const T*, T*, int64_t, int64_t,    \
+                               int64_t, cudaStream_t);
+RILL_INSTANTIATE_BINARY(float)
+RILL_INSTANTIATE_BINARY(double)
+#undef RILL_INSTANTIATE_BINARY
+
+}  // namespace rill::cuda
