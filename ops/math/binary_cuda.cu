@@ -62,8 +62,8 @@ __global__ void ForwardKernel(const T* x, const T* y, T* out, int64_t total, int
 }
 
 template <BinaryOp kOp, class T>
-__global__ void GradXKernel(const T* x, const T* y, const T* dout, T* dx, int64_t total,
-                            int64_t n, int64_t post) {
+__global__ void GradXKernel(const T* x, const T* y, const T* dout, T* dx, int64_t total, int64_t n,
+                            int64_t post) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{blockDim.x} * gridDim.x) {
     if (dout == nullptr) {
@@ -105,76 +105,91 @@ void BinaryForward(BinaryOp op, const T* x, const T* y, T* out, int64_t pre, int
   if (total <= 0) return;
   switch (op) {
     case BinaryOp::kAdd:
-      ForwardKernel<BinaryOp::kAdd, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      ForwardKernel<BinaryOp::kAdd, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
       break;
     case BinaryOp::kSub:
-      ForwardKernel<BinaryOp::kSub, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      ForwardKernel<BinaryOp::kSub, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
       break;
     case BinaryOp::kMul:
-      ForwardKernel<BinaryOp::kMul, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      ForwardKernel<BinaryOp::kMul, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
       break;
     case BinaryOp::kDiv:
-      ForwardKernel<BinaryOp::kDiv, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      ForwardKernel<BinaryOp::kDiv, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
       break;
     case BinaryOp::kMax:
-      ForwardKernel<BinaryOp::kMax, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
+      ForwardKernel<BinaryOp::kMax, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, out, total, n, post);
       break;
   }
 }
 
 template <class T>
-void BinaryGradX(BinaryOp op, const T* x, const T* y, const T* dout, T* dx, int64_t pre,
-                 int64_t n, int64_t post, cudaStream_t stream) {
+void BinaryGradX(BinaryOp op, const T* x, const T* y, const T* dout, T* dx, int64_t pre, int64_t n,
+                 int64_t post, cudaStream_t stream) {
   const int64_t total = pre * n * post;
   if (total <= 0) return;
   switch (op) {
     case BinaryOp::kAdd:
-      GradXKernel<BinaryOp::kAdd, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      GradXKernel<BinaryOp::kAdd, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
       break;
     case BinaryOp::kSub:
-      GradXKernel<BinaryOp::kSub, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      GradXKernel<BinaryOp::kSub, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
       break;
     case BinaryOp::kMul:
-      GradXKernel<BinaryOp::kMul, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      GradXKernel<BinaryOp::kMul, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
       break;
     case BinaryOp::kDiv:
-      GradXKernel<BinaryOp::kDiv, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      GradXKernel<BinaryOp::kDiv, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
       break;
     case BinaryOp::kMax:
-      GradXKernel<BinaryOp::kMax, T><<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
+      GradXKernel<BinaryOp::kMax, T>
+          <<<Blocks(total), kThreads, 0, stream>>>(x, y, dout, dx, total, n, post);
       break;
   }
 }
 
 template <class T>
-void BinaryGradY(BinaryOp op, const T* x, const T* y, const T* dout, T* dy, int64_t pre,
-                 int64_t n, int64_t post, cudaStream_t stream) {
+void BinaryGradY(BinaryOp op, const T* x, const T* y, const T* dout, T* dy, int64_t pre, int64_t n,
+                 int64_t post, cudaStream_t stream) {
   if (n <= 0) return;
   switch (op) {
     case BinaryOp::kAdd:
-      GradYKernel<BinaryOp::kAdd, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      GradYKernel<BinaryOp::kAdd, T>
+          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
       break;
     case BinaryOp::kSub:
-      GradYKernel<BinaryOp::kSub, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      GradYKernel<BinaryOp::kSub, T>
+          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
       break;
     case BinaryOp::kMul:
-      GradYKernel<BinaryOp::kMul, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      GradYKernel<BinaryOp::kMul, T>
+          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
       break;
     case BinaryOp::kDiv:
-      GradYKernel<BinaryOp::kDiv, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      GradYKernel<BinaryOp::kDiv, T>
+          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
       break;
     case BinaryOp::kMax:
-      GradYKernel<BinaryOp::kMax, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      GradYKernel<BinaryOp::kMax, T>
+          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
       break;
   }
 }
 
-#define RILL_INSTANTIATE_BINARY(T)                                                              \
-  template void BinaryForward<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, int64_t,   \
-                                 cudaStream_t);                                                 \
-  template void BinaryGradX<T>(BinaryOp, const T*, const T*, const T*, T*, int64_t, int64_t,    \
-                               int64_t, cudaStream_t);                                          \
-  template void BinaryGradY<T>(BinaryOp, const T*, const T*, const T*, T*, int64_t, int64_t,    \
+#define RILL_INSTANTIATE_BINARY(T)                                                            \
+  template void BinaryForward<T>(BinaryOp, const T*, const T*, T*, int64_t, int64_t, int64_t, \
+                                 cudaStream_t);                                               \
+  template void BinaryGradX<T>(BinaryOp, const T*, const T*, const T*, T*, int64_t, int64_t,  \
+                               int64_t, cudaStream_t);                                        \
+  template void BinaryGradY<T>(BinaryOp, const T*, const T*, const T*, T*, int64_t, int64_t,  \
                                int64_t, cudaStream_t);
 RILL_INSTANTIATE_BINARY(float)
 RILL_INSTANTIATE_BINARY(double)

@@ -1,8 +1,8 @@
 // Device code of mean, mean_grad and sum (reduce_cuda.h). Grid-stride loops:
 // one launch covers any size with a bounded grid.
-#include "ops/math/reduce_cuda.h"
-
 #include <vector>
+
+#include "ops/math/reduce_cuda.h"
 
 namespace rill::cuda {
 namespace {
