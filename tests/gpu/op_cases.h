@@ -29,5 +29,7 @@ std::vector<Case> ActivationCases();  // cases_activation.cc
 std::vector<Case> UnaryCases();       // cases_unary.cc
 std::vector<Case> OptimizerCases();   // cases_optimizer.cc
 std::vector<Case> TensorCases();      // cases_tensor.cc
+std::vector<Case> BinaryCases();      // cases_binary.cc
+std::vector<Case> ReduceCases();      // cases_reduce.cc
 
 }  // namespace rill
