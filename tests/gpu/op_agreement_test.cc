@@ -61,8 +61,8 @@ std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
 
 std::vector<Case> Cases() {
   std::vector<Case> all;
-  for (const auto& group :
-       {ActivationCases, UnaryCases, OptimizerCases, TensorCases, BinaryCases, ReduceCases}) {
+  for (const auto& group : {ActivationCases, UnaryCases, OptimizerCases, TensorCases, BinaryCases,
+                            ReduceCases, SoftmaxCases}) {
     for (Case& c : group()) all.push_back(std::move(c));
   }
   return all;

@@ -31,5 +31,6 @@ std::vector<Case> OptimizerCases();   // cases_optimizer.cc
 std::vector<Case> TensorCases();      // cases_tensor.cc
 std::vector<Case> BinaryCases();      // cases_binary.cc
 std::vector<Case> ReduceCases();      // cases_reduce.cc
+std::vector<Case> SoftmaxCases();     // cases_softmax.cc
 
 }  // namespace rill
