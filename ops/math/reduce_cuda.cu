@@ -2,30 +2,11 @@
 // one launch covers any size with a bounded grid.
 #include <vector>
 
+#include "ops/cuda_device_math.cuh"
 #include "ops/math/reduce_cuda.h"
 
 namespace rill::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
-}
-
-// IEEE-rounded arithmetic, one rounding per operation as on the CPU (x86-64
-// without FMA); integers wrap as on the CPU in practice.
-__device__ __forceinline__ float Add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ int32_t Add(int32_t a, int32_t b) {
-  return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
-}
-__device__ __forceinline__ int64_t Add(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
-}
-__device__ __forceinline__ float Div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
 
 // One thread: the CPU's sequential sum. Unrolled so that loads run ahead of
 // the (necessarily serial) chain of additions.

@@ -1,28 +1,10 @@
 // Device code of the unary elementwise math ops (unary_cuda.h). Grid-stride
 // loops: one launch covers any n with a bounded grid.
+#include "ops/cuda_device_math.cuh"
 #include "ops/math/unary_cuda.h"
 
 namespace rill::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
-}
-
-// IEEE-rounded arithmetic, one rounding per operation as on the CPU (x86-64
-// without FMA): nvcc would otherwise contract scale * x + bias into an FMA;
-// the _rn intrinsics also keep division and sqrt exact under fast-math flags.
-__device__ __forceinline__ float Add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ float Mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ float Div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ float SqrtOf(float a) { return __fsqrt_rn(a); }
-__device__ __forceinline__ double SqrtOf(double a) { return __dsqrt_rn(a); }
 
 template <class T>
 __global__ void ScaleKernel(const T* x, T* y, int64_t n, T scale, T bias, bool bias_after_scale) {

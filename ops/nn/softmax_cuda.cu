@@ -3,35 +3,14 @@
 // over rows); the block's threads share the elementwise work (exp, log,
 // scaling) and thread 0 takes each row sum left to right, as the CPU loops
 // do, so the sums round exactly as on the CPU.
+#include "ops/cuda_device_math.cuh"
 #include "ops/nn/softmax_cuda.h"
 
 namespace rill::cuda {
 namespace {
 
-constexpr int kThreads = 256;  // a power of two (the max reduction halves it)
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
-}
-
 // One block per row, at most 65536 blocks (the kernels loop over the rest).
 int RowBlocks(int64_t rows) { return static_cast<int>(rows < 65536 ? rows : 65536); }
-
-// IEEE-rounded arithmetic, one rounding per operation as on the CPU (x86-64
-// without FMA): nvcc would otherwise contract a * b + c into an FMA.
-__device__ __forceinline__ float Add(float a, float b) { return __fadd_rn(a, b); }
-__device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ __forceinline__ float Sub(float a, float b) { return __fsub_rn(a, b); }
-__device__ __forceinline__ double Sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ __forceinline__ float Mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double Mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ __forceinline__ float Div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ __forceinline__ double Div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ __forceinline__ float Exp(float a) { return expf(a); }
-__device__ __forceinline__ double Exp(double a) { return exp(a); }
-__device__ __forceinline__ float Log(float a) { return logf(a); }
-__device__ __forceinline__ double Log(double a) { return log(a); }
 
 // std::max(a, b) exactly: (a < b) ? b : a (a NaN b is never taken; a NaN a stays).
 template <class T>
@@ -76,7 +55,7 @@ __device__ T RowMax(const T* xr, int64_t cols, T* red) {
 // barrier.
 template <class T>
 __device__ T SoftmaxRow(const T* xr, T* yr, int64_t cols, T max, T* shared_sum) {
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = Exp(Sub(xr[j], max));
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) yr[j] = ExpOf(Sub(xr[j], max));
   __syncthreads();
   if (threadIdx.x == 0) {
     T sum = 0;
@@ -172,7 +151,7 @@ __global__ void SoftmaxWithCrossEntropyKernel(const T* logits, const T* soft_lab
     const T max = RowMax(xr, cols, red);
     const T sum = SoftmaxRow(xr, sr, cols, max, &shared_sum);
     if (threadIdx.x == 0) {
-      const T log_sum_exp = Add(max, Log(sum));
+      const T log_sum_exp = Add(max, LogOf(sum));
       loss[r] = Sub(Mul(label_sum, log_sum_exp), label_dot);
     }
   }
@@ -233,7 +212,7 @@ __global__ void SoftCrossEntropyKernel(const T* x, const T* label, T* y, int64_t
     T sum = 0;  // thread 0's
     for (int64_t base = 0; base < cols; base += blockDim.x) {
       const int64_t j = base + threadIdx.x;
-      if (j < cols) terms[threadIdx.x] = Mul(lr[j], Log(MaxOf(xr[j], MinProbability<T>())));
+      if (j < cols) terms[threadIdx.x] = Mul(lr[j], LogOf(MaxOf(xr[j], MinProbability<T>())));
       __syncthreads();
       if (threadIdx.x == 0) {
         const int64_t count = cols - base < blockDim.x ? cols - base : int64_t{blockDim.x};
@@ -255,7 +234,7 @@ __global__ void HardCrossEntropyKernel(const T* x, const int64_t* label, T* y, i
       NoteBadRow(bad_row, r);
       continue;
     }
-    y[r] = -Log(MaxOf(x[r * cols + l], MinProbability<T>()));
+    y[r] = -LogOf(MaxOf(x[r * cols + l], MinProbability<T>()));
   }
 }
 

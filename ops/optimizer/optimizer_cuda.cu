@@ -4,28 +4,11 @@
 // the CPU kernels do; every arithmetic operation is written with an explicit
 // round-to-nearest intrinsic, so nvcc contracts nothing into a fused
 // multiply-add and each element gets the CPU's operations in the CPU's order.
+#include "ops/cuda_device_math.cuh"
 #include "ops/optimizer/optimizer_cuda.h"
 
 namespace rill::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
-}
-
-__device__ inline float Add(float a, float b) { return __fadd_rn(a, b); }
-__device__ inline double Add(double a, double b) { return __dadd_rn(a, b); }
-__device__ inline float Sub(float a, float b) { return __fsub_rn(a, b); }
-__device__ inline double Sub(double a, double b) { return __dsub_rn(a, b); }
-__device__ inline float Mul(float a, float b) { return __fmul_rn(a, b); }
-__device__ inline double Mul(double a, double b) { return __dmul_rn(a, b); }
-__device__ inline float Div(float a, float b) { return __fdiv_rn(a, b); }
-__device__ inline double Div(double a, double b) { return __ddiv_rn(a, b); }
-__device__ inline float Sqrt(float a) { return __fsqrt_rn(a); }
-__device__ inline double Sqrt(double a) { return __dsqrt_rn(a); }
 
 // 10^0 .. 10^22: every one exact in double.
 __constant__ double kPow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
@@ -138,7 +121,7 @@ __global__ void AdamKernel(const T* p, const T* m, const T* v, const T* g, Devic
     const T pi = p[i];
     const T mi = Add(Mul(beta1, m[i]), Mul(one_minus_beta1, gi));
     const T vi = Add(Mul(beta2, v[i]), Mul(Mul(one_minus_beta2, gi), gi));
-    const T denom = Add(Div(Sqrt(vi), bias_correction2_sqrt), epsilon);
+    const T denom = Add(Div(SqrtOf(vi), bias_correction2_sqrt), epsilon);
     m_out[i] = mi;
     v_out[i] = vi;
     p_out[i] = Sub(pi, Div(Mul(step_size, mi), denom));

@@ -1,16 +1,10 @@
 // Device code of the tensor ops (tensor_cuda.h). Grid-stride loops: one launch
 // covers any n with a bounded grid.
+#include "ops/cuda_device_math.cuh"
 #include "ops/tensor/tensor_cuda.h"
 
 namespace rill::cuda {
 namespace {
-
-constexpr int kThreads = 256;
-
-int Blocks(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
-}
 
 template <class T>
 __global__ void FillKernel(T* out, T value, int64_t n) {
