@@ -110,17 +110,7 @@ bool ActorGraph::LaunchChunk(Task* chunk, const Collective& c, Slot& slot) {
   if (comm_streams_.empty() || comm_streams_[p] == nullptr) return false;
   DeviceStream& comm = *comm_streams_[p];
   if (!slot.cancelled.load(std::memory_order_relaxed)) {
-    // A chunk reads every place's gradient.
-    const bool host_wait = strategy_.dependency_wait == DependencyWait::kStreamSync;
-    for (int pred : graph_.ops[c.node].predecessors) {
-      const Node& producer = nodes_[pred];
-      if (producer.stream < 0 || device_streams_[producer.stream] == nullptr) continue;
-      if (host_wait) {
-        device_streams_[producer.stream]->Synchronize();
-      } else {
-        comm.Wait(*slot.node_events[static_cast<size_t>(pred)]);
-      }
-    }
+    WaitForDeviceInputs(c.node, comm, slot);  // a chunk reads every place's gradient
     comm.Launch([this, chunk, &slot] {
       if (!slot.cancelled.load(std::memory_order_relaxed)) ReduceChunk(chunk, slot);
     });
