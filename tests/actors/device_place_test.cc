@@ -88,6 +88,15 @@ const std::vector<Place> kAsync2 = {Place::AsyncCpu(0), Place::AsyncCpu(1)};
 TEST(DevicePlaceTest, PlacesParseAndHaveStreams) {
   EXPECT_EQ(ParsePlaces("acpu:0,acpu:1"), kAsync2);
   EXPECT_EQ(Place::AsyncCpu(3).ToString(), "acpu:3");
+  try {
+    ParsePlaces("acpu:0,acpu:x");
+    FAIL() << "acpu:x accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad place \"acpu:x\" (expected cpu, cuda:<index> or "
+                                         "acpu:<index>)"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_TRUE(Place::AsyncCpu(0).is_device());
   EXPECT_TRUE(Place::AsyncCpu(0).host_memory());
   EXPECT_FALSE(Place::Cuda(0).host_memory());

@@ -238,6 +238,12 @@ TEST_F(RillCliTest, RunWithMissingFeedFileNamesIt) {
   EXPECT_TRUE(Contains(r.output, "nowhere.npy")) << r.output;
 }
 
+TEST_F(RillCliTest, TrainRefusesAnUnknownGradientCompression) {
+  const Result r = Rill({"train", "--gradient-compression", "int2"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--gradient-compression must be none, int8 or int4")) << r.output;
+}
+
 TEST_F(RillCliTest, RunUsageErrors) {
   Write("scale.pbtxt", kScaleProgram);
   Result r = Rill({"run", "scale.pbtxt", "--x"});
