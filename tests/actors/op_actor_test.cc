@@ -44,7 +44,15 @@ class GradNorms : public OpActor {
   GradNorms(std::shared_ptr<Channel<double>> out, int every, bool async)
       : out_(std::move(out)), every_(every), async_(async) {}
   ~GradNorms() override {
-    if (worker_.joinable()) worker_.join();
+    if (!worker_.joinable()) return;
+    // The worker's `done` may hold the graph's last reference: the graph, and
+    // this actor with it, is then destroyed on the worker itself, which
+    // cannot join itself (std::system_error "Resource deadlock avoided").
+    if (worker_.get_id() == std::this_thread::get_id()) {
+      worker_.detach();
+    } else {
+      worker_.join();
+    }
   }
 
   void Run(KernelContext& ctx, OpDone done) override {
