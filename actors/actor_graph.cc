@@ -159,7 +159,8 @@ void ActorGraph::BindSlot(Slot& slot, bool private_scope) {
       if (!var.persistable()) {
         child->Var(var.name());
       } else if (!reduce) {
-        slot.parameter_copies.emplace_back(child->Var(var.name()), slot.base->FindVar(var.name()));
+        slot.parameter_copies.push_back(
+            {child->Var(var.name()), slot.base->FindVar(var.name()), p});
       }
     }
     slot.place_scopes.push_back(child.get());
@@ -341,6 +342,8 @@ void ActorGraph::BuildTasks(Slot& slot) {
         slot.node_events[op.id] = comm_streams_[op.place]->NewEvent();
       }
     }
+    slot.feed_staging.resize(feeds_.size());
+    for (auto& staging : slot.feed_staging) staging = std::make_unique<PinnedStaging>();
     slot.chunk_events.resize(chunks);
     for (size_t c = 0; c < collectives_.size(); ++c) {
       for (int p = 0; p < places(); ++p) {
@@ -436,9 +439,9 @@ void ActorGraph::SpawnActors() {
 
 void ActorGraph::BroadcastParameters() {
   for (auto& slot : slots_) {
-    for (auto& [copy, source] : slot->parameter_copies) {
+    for (auto& [copy, source, place] : slot->parameter_copies) {
       if (source != nullptr && source->tensor().initialized()) {
-        copy->mutable_tensor()->CopyFrom(source->tensor());
+        *copy->mutable_tensor() = source->tensor().CopyTo(places_[place]);
       }
     }
   }

@@ -52,6 +52,8 @@
 #include "actors/trace_recorder.h"
 #include "proto/program.pb.h"
 #include "runtime/device/device_stream.h"
+#include "runtime/device/nccl_communicators.h"
+#include "runtime/device/staging.h"
 #include "runtime/executor.h"
 #include "runtime/graph/data_parallel.h"
 #include "runtime/graph/ssa_graph.h"
@@ -195,8 +197,13 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::unique_ptr<Scope> own_base;
     std::vector<Scope*> place_scopes;  // each place's own variables
     std::vector<std::unique_ptr<Scope>> own_place_scopes;
-    std::vector<std::pair<Variable*, Variable*>> parameter_copies;  // (place copy, source)
-    std::unique_ptr<Task[]> tasks;                                  // by node id
+    struct ParameterCopy {
+      Variable* copy;
+      Variable* source;
+      int place;
+    };
+    std::vector<ParameterCopy> parameter_copies;
+    std::unique_ptr<Task[]> tasks;                  // by node id
     std::unique_ptr<Task[]> chunks;                 // by collective * places + place
     std::unique_ptr<Countdown[]> chunk_countdowns;  // by collective: chunks still running
     // By collective: member m's variable on place p at [m * (places + 1) + p],
@@ -222,6 +229,10 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
     std::vector<Variable*> release_vars;
     std::vector<uint8_t> keep;        // by releasable index: fetched this iteration
     std::vector<Tensor> feed_values;  // by feed index
+    // Places with device memory: pinned buffers the feeds are copied through
+    // (by feed index), and the fetches (by fetch * places + place).
+    std::vector<std::unique_ptr<PinnedStaging>> feed_staging;
+    std::vector<std::unique_ptr<PinnedStaging>> fetch_staging;
     std::vector<uint8_t> feed_given;
     std::vector<Variable*> feed_vars;
     std::vector<double> place_weights;  // each place's share of the batch
@@ -323,6 +334,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // event and passes readiness on at once. The iteration's end waits for the
   // devices.
   void BuildDeviceStreams();
+  void BuildCudaPlaces();
   bool OnDevice(const Task& task) const {
     return task.stream >= 0 && !device_streams_.empty() && device_streams_[task.stream] != nullptr;
   }
@@ -338,6 +350,18 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // The host waits for every device stream (the iteration's end); a stream's
   // error fails the slot.
   void SynchronizeDevices(Slot& slot);
+  // Places with device memory (CUDA): a feed is copied there through pinned
+  // memory on the place's copy stream; its consumers wait for that copy.
+  void StageFeed(int node, int feed, Slot& slot);
+  // A fetched value in host memory (device values copied on the copy stream).
+  Tensor FetchedToHost(const Tensor& value, int place, size_t fetch, Slot& slot);
+  // Persistable variables (parameters, optimizer state) in host memory are
+  // moved to the places with device memory that use them, once.
+  void MoveParametersToDevices(Slot& slot);
+  // A merge of CUDA places: one grouped NCCL allreduce on the places' comm
+  // streams after each place's gradients, then the node completes at once
+  // (the optimizer ops' streams wait for the comm streams' events).
+  void MergeOnNccl(Task* task, const Collective& c, Slot& slot, uint32_t generation);
   // The reduce arithmetic of one chunk (actor_graph_collective.cc).
   void ReduceChunk(Task* chunk, Slot& slot);
 
@@ -410,6 +434,11 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   // places' streams), and each place's comm stream (null for CPU places).
   std::vector<std::unique_ptr<DeviceStream>> device_streams_;
   std::vector<std::unique_ptr<DeviceStream>> comm_streams_;
+  // Places with device memory (CUDA): each one's copy stream (feeds and
+  // fetches; null elsewhere), and the NCCL communicators of their merges.
+  std::vector<std::unique_ptr<DeviceStream>> copy_streams_;
+  std::unique_ptr<NcclCommunicators> nccl_;
+  std::mutex device_parameters_mutex_;  // MoveParametersToDevices
   SsaGraph graph_;
   std::vector<Node> nodes_;
   std::vector<int32_t> successor_list_;   // all nodes' successors; tasks point into it

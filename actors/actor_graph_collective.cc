@@ -124,6 +124,10 @@ void ActorGraph::MergeCompressed(const Collective& c, size_t m, Variable* const*
 
 void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
   const Collective& c = collectives_[nodes_[task->node].collective];
+  if (slot.backward_pending.load(std::memory_order_relaxed) > 0 && nccl_) {
+    slot.overlapped.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (nccl_) return MergeOnNccl(task, c, slot, generation);
   if (!device_streams_.empty()) WaitForGradients(c, slot);
   if (slot.traced) TraceChunkMessages(c, slot);
   if (slot.backward_pending.load(std::memory_order_relaxed) > 0) {

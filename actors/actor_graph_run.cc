@@ -138,11 +138,12 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
   }
   // Place copies of parameters never filled yet (the startup program ran
   // after the executor was built) come from the shared scope.
-  for (auto& [copy, source] : slot.parameter_copies) {
+  for (auto& [copy, source, place] : slot.parameter_copies) {
     if (!copy->tensor().initialized() && source != nullptr && source->tensor().initialized()) {
-      copy->mutable_tensor()->CopyFrom(source->tensor());
+      *copy->mutable_tensor() = source->tensor().CopyTo(places_[place]);
     }
   }
+  if (!copy_streams_.empty()) MoveParametersToDevices(slot);
   slot.fetches = fetches;
   slot.iteration = next_iteration_.fetch_add(1, std::memory_order_relaxed);
   slot.traced = trace_ != nullptr && trace_->on();
@@ -518,7 +519,7 @@ void ActorGraph::Finish(Slot& slot) {
           RILL_CHECK(v != nullptr && v->tensor().initialized(), kNotFound, "fetch \"", name,
                      "\" holds no value after the run",
                      places() > 1 ? StrCat(" on place ", p) : "");
-          values.push_back(v->tensor());
+          values.push_back(FetchedToHost(v->tensor(), p, results.size(), slot));
         }
         results.push_back(MergeFetch(MergeFor(name), values, slot.place_weights));
       }

@@ -1,78 +1,22 @@
 // split: Out = X cut into parts along `axis`, `num` equal ones or of the
 // sizes in `sections`. Its gradient joins the Out gradients back together.
 #include <cstring>
-#include <string_view>
 #include <vector>
 
+#include "ops/tensor/shape_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
 
-int NormalizeAxis(int axis, int rank) {
-  RILL_CHECK(rank >= 1, kInvalidArgument, "split needs X of rank >= 1");
-  RILL_CHECK(axis >= -rank && axis < rank, kInvalidArgument, "axis ", axis,
-             " is out of range for rank ", rank);
-  return axis < 0 ? axis + rank : axis;
-}
-
-// Sizes of the parts along the axis. `dim` is -1 when unknown (build time);
-// sizes that depend on it are then -1 too.
-std::vector<int64_t> PartSizes(int64_t dim, int num, const std::vector<int64_t>& sections,
-                               int outputs) {
-  if (!sections.empty()) {
-    RILL_CHECK(num == 0, kInvalidArgument, "give num or sections, not both (num ", num,
-               ", sections ", ShapeToString(sections), ")");
-    RILL_CHECK(static_cast<int>(sections.size()) == outputs, kInvalidArgument, "sections ",
-               ShapeToString(sections), " has ", sections.size(), " parts but Out has ", outputs);
-    std::vector<int64_t> sizes = sections;
-    int infer_at = -1;
-    int64_t sum = 0;
-    for (size_t k = 0; k < sizes.size(); ++k) {
-      if (sizes[k] == -1) {
-        RILL_CHECK(infer_at < 0, kInvalidArgument, "sections ", ShapeToString(sections),
-                   " has more than one -1");
-        infer_at = static_cast<int>(k);
-      } else {
-        RILL_CHECK(sizes[k] >= 0, kInvalidArgument, "sections ", ShapeToString(sections),
-                   " has a negative size");
-        sum += sizes[k];
-      }
-    }
-    if (dim < 0) return sizes;
-    if (infer_at >= 0) {
-      RILL_CHECK(sum <= dim, kInvalidArgument, "sections ", ShapeToString(sections), " exceed dim ",
-                 dim, " of the axis");
-      sizes[static_cast<size_t>(infer_at)] = dim - sum;
-    } else {
-      RILL_CHECK(sum == dim, kInvalidArgument, "sections ", ShapeToString(sections), " sum to ",
-                 sum, " but the axis has ", dim);
-    }
-    return sizes;
-  }
-  const int parts = num > 0 ? num : outputs;
-  RILL_CHECK(parts == outputs && parts >= 1, kInvalidArgument, "num is ", num, " but Out has ",
-             outputs, " variables");
-  RILL_CHECK(dim < 0 || dim % parts == 0, kInvalidArgument, "dim ", dim,
-             " of the axis does not divide into ", parts, " equal parts");
-  return std::vector<int64_t>(static_cast<size_t>(parts), dim < 0 ? -1 : dim / parts);
-}
-
-// True when `grad` names the gradient of `var` ("var@GRAD").
-bool IsGradOf(std::string_view grad, std::string_view var) {
-  const std::string_view suffix = kGradSuffix;
-  return grad.size() == var.size() + suffix.size() && grad.substr(0, var.size()) == var &&
-         grad.substr(var.size()) == suffix;
-}
-
 void SplitShape(ShapeContext& ctx) {
   const Shape& x = ctx.InputShape("X");
   const int rank = static_cast<int>(x.size());
-  const int axis = NormalizeAxis(ctx.Attr<int>("axis"), rank);
+  const int axis = SplitAxis(ctx.Attr<int>("axis"), rank);
   const int outputs = ctx.OutputCount("Out");
-  const std::vector<int64_t> sizes =
-      PartSizes(x[axis], ctx.Attr<int>("num"), ctx.Attr<std::vector<int64_t>>("sections"), outputs);
+  const std::vector<int64_t> sizes = SplitPartSizes(
+      x[axis], ctx.Attr<int>("num"), ctx.Attr<std::vector<int64_t>>("sections"), outputs);
   for (const auto& name : OutputVars(ctx.op(), "Out")) {
     ctx.Check(name != ctx.InputName("X"), "Out may not be X (", name, ")");
   }
@@ -86,10 +30,10 @@ void SplitShape(ShapeContext& ctx) {
 void SplitKernel(KernelContext& ctx) {
   const Tensor& x = ctx.Input("X");
   const int rank = x.rank();
-  const int axis = NormalizeAxis(ctx.Attr<int>("axis"), rank);
+  const int axis = SplitAxis(ctx.Attr<int>("axis"), rank);
   const int outputs = ctx.OutputCount("Out");
-  const std::vector<int64_t> sizes = PartSizes(x.dim(axis), ctx.Attr<int>("num"),
-                                               ctx.Attr<std::vector<int64_t>>("sections"), outputs);
+  const std::vector<int64_t> sizes = SplitPartSizes(
+      x.dim(axis), ctx.Attr<int>("num"), ctx.Attr<std::vector<int64_t>>("sections"), outputs);
   const DataType dtype = x.dtype();
   const size_t elem = SizeOf(dtype);
   const int64_t outer = DimProduct(x.shape(), 0, axis);
@@ -116,11 +60,11 @@ void SplitGradKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   const Tensor& x = ctx.Input("X");
   const int rank = x.rank();
-  const int axis = NormalizeAxis(ctx.Attr<int>("axis"), rank);
+  const int axis = SplitAxis(ctx.Attr<int>("axis"), rank);
   const int parts = ctx.InputCount("Out");
   RILL_CHECK(parts >= 1, kInvalidArgument, "split_grad needs the forward Out variables");
-  const std::vector<int64_t> sizes = PartSizes(x.dim(axis), ctx.Attr<int>("num"),
-                                               ctx.Attr<std::vector<int64_t>>("sections"), parts);
+  const std::vector<int64_t> sizes = SplitPartSizes(
+      x.dim(axis), ctx.Attr<int>("num"), ctx.Attr<std::vector<int64_t>>("sections"), parts);
   const DataType dtype = x.dtype();
   const Shape shape = x.shape();
   const size_t elem = SizeOf(dtype);
@@ -130,19 +74,11 @@ void SplitGradKernel(KernelContext& ctx) {
   Tensor* dx = ctx.Output("X@GRAD");
   dx->Allocate(dtype, shape);
   char* dst = static_cast<char*>(dx->raw_data());
-  // append_backward unbinds the gradients nobody produced, so unless every
-  // part has one, Out@GRAD entries pair with Out by name.
-  const int grads = ctx.InputCount("Out@GRAD");
-  int next = 0;
+  SplitGradMatcher matcher(ctx);
   size_t offset = 0;
   for (int k = 0; k < parts; ++k) {
     const size_t row = static_cast<size_t>(sizes[static_cast<size_t>(k)]) * inner;
-    int g = -1;
-    if (grads == parts) {
-      g = k;
-    } else if (next < grads && IsGradOf(ctx.InputName("Out@GRAD", next), ctx.InputName("Out", k))) {
-      g = next++;
-    }
+    const int g = matcher.Next(k);
     const char* src = nullptr;
     if (g >= 0 && ctx.InputReady("Out@GRAD", g)) {
       const Tensor& dout = ctx.Input("Out@GRAD", g);

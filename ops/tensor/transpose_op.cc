@@ -2,26 +2,12 @@
 #include <cstring>
 #include <vector>
 
+#include "ops/tensor/shape_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
-
-constexpr int kMaxRank = 16;
-
-void CheckPermutation(const std::vector<int64_t>& perm, size_t rank) {
-  RILL_CHECK(perm.size() == rank, kInvalidArgument, "axis ", ShapeToString(perm), " has ",
-             perm.size(), " entries but X has rank ", rank);
-  RILL_CHECK(rank <= kMaxRank, kUnimplemented, "transpose supports rank up to ", kMaxRank,
-             ", X has rank ", rank);
-  bool seen[kMaxRank] = {};
-  for (int64_t a : perm) {
-    RILL_CHECK(a >= 0 && a < static_cast<int64_t>(rank) && !seen[a], kInvalidArgument, "axis ",
-               ShapeToString(perm), " is not a permutation of 0..", rank - 1);
-    seen[a] = true;
-  }
-}
 
 void TransposeShape(ShapeContext& ctx) {
   const Shape& x = ctx.InputShape("X");
@@ -43,18 +29,18 @@ void Permute(const T* in, const Shape& in_shape, const std::vector<int64_t>& per
     std::memcpy(out, in, static_cast<size_t>(n) * sizeof(T));
     return;
   }
-  int64_t in_stride[kMaxRank];
+  int64_t in_stride[kMaxTransposeRank];
   in_stride[rank - 1] = 1;
   for (int d = rank - 2; d >= 0; --d) in_stride[d] = in_stride[d + 1] * in_shape[d + 1];
-  int64_t dims[kMaxRank];     // Out's dims
-  int64_t strides[kMaxRank];  // X's stride for a step along each Out dim
+  int64_t dims[kMaxTransposeRank];     // Out's dims
+  int64_t strides[kMaxTransposeRank];  // X's stride for a step along each Out dim
   for (int i = 0; i < rank; ++i) {
     dims[i] = in_shape[static_cast<size_t>(perm[i])];
     strides[i] = in_stride[perm[i]];
   }
   const int64_t last = dims[rank - 1];
   const int64_t step = strides[rank - 1];
-  int64_t index[kMaxRank] = {};
+  int64_t index[kMaxTransposeRank] = {};
   int64_t base = 0;
   for (int64_t done = 0; done < n; done += last) {
     if (step == 1) {

@@ -33,7 +33,16 @@ class CachingAllocator {
     auto it = cached_.lower_bound(size);
     void* data = nullptr;
     size_t block = size;
-    if (it != cached_.end() && it->first <= 2 * size) {
+    auto fits = [&](auto i) { return i != cached_.end() && i->first <= 2 * size; };
+    if (!fits(it) && !pending_.empty()) {
+      RecyclePendingLocked(/*synchronize=*/false);
+      it = cached_.lower_bound(size);
+      if (!fits(it) && PendingUnorderedFits(size)) {
+        RecyclePendingLocked(/*synchronize=*/true);
+        it = cached_.lower_bound(size);
+      }
+    }
+    if (fits(it)) {
       block = it->first;
       data = it->second;
       cached_.erase(it);
@@ -54,7 +63,7 @@ class CachingAllocator {
     if (it == sizes_.end()) return;  // not ours
     const size_t block = it->second;
     sizes_.erase(it);
-    cached_.emplace(block, data);
+    pending_.push_back({block, data, RecordFreeLocked()});
     stats_.in_use_bytes -= static_cast<int64_t>(block);
     stats_.cached_bytes += static_cast<int64_t>(block);
   }
@@ -70,7 +79,82 @@ class CachingAllocator {
   }
 
  private:
+  // A freed block: reusable once `event` has completed, or (no event) once
+  // the whole device has finished what was queued before the free.
+  struct Pending {
+    size_t size;
+    void* data;
+    cudaEvent_t event;
+  };
+
+  // An event after the work queued so far on the freeing thread's stream
+  // (CudaStream::Current(): the stream of the op whose kernel freed the block
+  // — a stream that has waited for the block's other readers), or null when
+  // the thread launches on no stream of this device.
+  cudaEvent_t RecordFreeLocked() {
+    cudaStream_t stream = CudaStream::Current();
+    int device = -1;
+    if (stream == nullptr || cudaStreamGetDevice(stream, &device) != cudaSuccess ||
+        device != device_) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    cudaEvent_t event = nullptr;
+    if (!spare_events_.empty()) {
+      event = spare_events_.back();
+      spare_events_.pop_back();
+    } else if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) {
+      cudaGetLastError();
+      return nullptr;
+    }
+    if (cudaEventRecord(event, stream) != cudaSuccess) {
+      cudaGetLastError();
+      spare_events_.push_back(event);
+      return nullptr;
+    }
+    return event;
+  }
+
+  // Whether a pending block without an event would serve a request of `size`.
+  bool PendingUnorderedFits(size_t size) const {
+    for (const Pending& p : pending_) {
+      if (p.event == nullptr && p.size >= size && p.size <= 2 * size) return true;
+    }
+    return false;
+  }
+
+  // Pending blocks whose event has completed become cached; with
+  // `synchronize`, the device is waited for first and all of them do.
+  void RecyclePendingLocked(bool synchronize) {
+    if (synchronize) {
+      int previous = 0;
+      CheckCuda(cudaGetDevice(&previous), "cudaGetDevice");
+      CheckCuda(cudaSetDevice(device_), StrCat("cudaSetDevice(", device_, ")"));
+      const cudaError_t status = cudaDeviceSynchronize();
+      cudaSetDevice(previous);
+      CheckCuda(status,
+                StrCat("cuda:", device_, ": cudaDeviceSynchronize before reusing freed blocks"));
+    }
+    std::vector<Pending> still;
+    for (const Pending& p : pending_) {
+      bool done = synchronize;
+      if (!done && p.event != nullptr) {
+        const cudaError_t status = cudaEventQuery(p.event);
+        if (status != cudaErrorNotReady) cudaGetLastError();
+        done = status != cudaErrorNotReady;  // completed (or failed: the device is lost anyway)
+      }
+      if (!done) {
+        still.push_back(p);
+        continue;
+      }
+      cached_.emplace(p.size, p.data);
+      if (p.event != nullptr) spare_events_.push_back(p.event);
+    }
+    pending_ = std::move(still);
+  }
+
   void ReleaseCachedLocked() {
+    if (!pending_.empty()) RecyclePendingLocked(/*synchronize=*/true);
     int previous = 0;
     cudaGetDevice(&previous);
     cudaSetDevice(device_);
@@ -105,7 +189,9 @@ class CachingAllocator {
   const int device_;
   std::mutex mutex_;
   std::multimap<size_t, void*> cached_;  // by block size
-  std::map<void*, size_t> sizes_;        // blocks handed out
+  std::vector<Pending> pending_;         // freed, maybe still used by queued kernels
+  std::vector<cudaEvent_t> spare_events_;
+  std::map<void*, size_t> sizes_;  // blocks handed out
   DeviceMemoryStats stats_;
 };
 
@@ -125,6 +211,17 @@ void* CudaAllocate(int device, size_t bytes) { return AllocatorFor(device).Alloc
 void CudaFree(int device, void* data, size_t /*bytes*/) { AllocatorFor(device).Free(data); }
 DeviceMemoryStats CudaMemoryStats(int device) { return AllocatorFor(device).Stats(); }
 void CudaReleaseCached(int device) { AllocatorFor(device).ReleaseCached(); }
+
+void* CudaAllocatePinned(size_t bytes) {
+  void* data = nullptr;
+  CheckCuda(cudaHostAlloc(&data, std::max<size_t>(bytes, 1), cudaHostAllocPortable),
+            StrCat("cudaHostAlloc of ", bytes, " pinned bytes"));
+  return data;
+}
+
+void CudaFreePinned(void* data) {
+  if (data != nullptr) cudaFreeHost(data);
+}
 
 void CudaCopy(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
               DeviceStream* stream) {

@@ -94,6 +94,23 @@ void ReleaseCachedDeviceMemory(const Place& place) {
 #endif
 }
 
+void* AllocatePinnedHost(size_t bytes) {
+#ifdef RILL_WITH_CUDA
+  return CudaAllocatePinned(bytes);
+#else
+  Fail(ErrorCode::kUnimplemented, "pinned host memory of ", bytes,
+       " bytes: this build of Rill has no CUDA");
+#endif
+}
+
+void FreePinnedHost(void* data) {
+#ifdef RILL_WITH_CUDA
+  CudaFreePinned(data);
+#else
+  (void)data;
+#endif
+}
+
 void CopyBetweenPlaces(void* dst, const Place& dst_place, const void* src, const Place& src_place,
                        size_t bytes, DeviceStream* stream) {
   if (dst_place.host_memory() && src_place.host_memory()) {

@@ -31,6 +31,11 @@ void ReleaseCachedDeviceMemory(const Place& place);
 // Copies `bytes` between two places (host memory or a device's). With a
 // stream, the copy is queued on it (pinned host memory makes it
 // asynchronous); without, it is done when this returns.
+// Page-locked host memory (cudaHostAlloc), so that copies between it and a
+// device are asynchronous. Throws kUnimplemented in a build without CUDA.
+void* AllocatePinnedHost(size_t bytes);
+void FreePinnedHost(void* data);
+
 void CopyBetweenPlaces(void* dst, const Place& dst_place, const void* src, const Place& src_place,
                        size_t bytes, DeviceStream* stream = nullptr);
 

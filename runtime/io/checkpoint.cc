@@ -95,10 +95,10 @@ std::vector<std::string> PersistableVarNames(const proto::ProgramDesc& program) 
   return names;
 }
 
-proto::TensorProto TensorToProto(const std::string& name, const Tensor& tensor) {
-  RILL_CHECK(tensor.initialized(), kInvalidArgument, "variable \"", name, "\" holds no value");
-  RILL_CHECK(tensor.place().is_cpu(), kUnimplemented, "variable \"", name, "\" is on ",
-             tensor.place().ToString(), "; copy it to the CPU before saving");
+proto::TensorProto TensorToProto(const std::string& name, const Tensor& given) {
+  RILL_CHECK(given.initialized(), kInvalidArgument, "variable \"", name, "\" holds no value");
+  // A device's values (parameters trained on cuda:0) are saved from a host copy.
+  const Tensor tensor = given.place().host_memory() ? given : given.CopyTo(Place::Cpu());
   proto::TensorProto out;
   out.set_name(name);
   out.set_dtype(ToProto(tensor.dtype()));

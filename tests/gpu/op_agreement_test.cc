@@ -21,25 +21,49 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
+
+std::vector<std::string> OutputVariables(const Case& c) {
+  std::vector<std::string> names;
+  for (const std::string& slot : c.outputs) names.push_back("out_" + slot);
+  for (const auto& [slot, vars] : c.output_lists)
+    names.insert(names.end(), vars.begin(), vars.end());
+  return names;
+}
+
 namespace {
 
 using testing::RandomTensor;
 
-// The op's outputs, run on `place` (inputs copied there, outputs back).
+// The op's outputs by variable name, run on `place` (inputs copied there,
+// outputs back).
 std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
   proto::OpDesc desc;
   desc.set_type(c.type);
   Scope scope;
+  auto bind_input = [&](proto::Slot* in, const std::string& name, const Tensor& value) {
+    in->add_vars(name);
+    Variable* var = scope.Var(name);
+    if (value.initialized()) *var->mutable_tensor() = value.CopyTo(place);
+  };
   for (const auto& [slot, value] : c.inputs) {
     auto* in = desc.add_inputs();
     in->set_name(slot);
-    in->add_vars("in_" + slot);
-    *scope.Var("in_" + slot)->mutable_tensor() = value.CopyTo(place);
+    bind_input(in, "in_" + slot, value);
+  }
+  for (const auto& [slot, vars] : c.input_lists) {
+    auto* in = desc.add_inputs();
+    in->set_name(slot);
+    for (const auto& [name, value] : vars) bind_input(in, name, value);
   }
   for (const std::string& slot : c.outputs) {
     auto* out = desc.add_outputs();
     out->set_name(slot);
     out->add_vars("out_" + slot);
+  }
+  for (const auto& [slot, vars] : c.output_lists) {
+    auto* out = desc.add_outputs();
+    out->set_name(slot);
+    for (const std::string& name : vars) out->add_vars(name);
   }
   const OpSchema& schema = GetOpSchema(c.type);
   for (const auto& [name, value] : c.attrs) *desc.add_attrs() = value;
@@ -53,8 +77,8 @@ std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
     stream.Synchronize();
   }
   std::map<std::string, Tensor> out;
-  for (const std::string& slot : c.outputs) {
-    out[slot] = scope.GetTensor("out_" + slot).CopyTo(Place::Cpu());
+  for (const std::string& name : OutputVariables(c)) {
+    out[name] = scope.GetTensor(name).CopyTo(Place::Cpu());
   }
   return out;
 }
@@ -62,7 +86,8 @@ std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
 std::vector<Case> Cases() {
   std::vector<Case> all;
   for (const auto& group : {ActivationCases, UnaryCases, OptimizerCases, TensorCases, BinaryCases,
-                            ReduceCases, SoftmaxCases}) {
+                            ReduceCases, SoftmaxCases, ShapeCases, TopKCases, EmbeddingDropoutCases,
+                            RandomCases, GemmCases, NormCompareCases, ConvCases, PoolCases}) {
     for (Case& c : group()) all.push_back(std::move(c));
   }
   return all;
@@ -92,9 +117,9 @@ TEST(OpAgreementTest, EveryCaseRunsOnTheCpu) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.type);
     const auto out = RunOn(c, Place::Cpu());
-    for (const std::string& slot : c.outputs) {
-      ASSERT_TRUE(out.count(slot)) << slot;
-      EXPECT_TRUE(out.at(slot).initialized()) << slot;
+    for (const std::string& name : OutputVariables(c)) {
+      ASSERT_TRUE(out.count(name)) << name;
+      EXPECT_TRUE(out.at(name).initialized()) << name;
     }
   }
 }
@@ -106,15 +131,15 @@ TEST(OpAgreementTest, CpuAndCudaAgree) {
     SCOPED_TRACE(c.type);
     const auto cpu = RunOn(c, Place::Cpu());
     const auto gpu = RunOn(c, Place::Cuda(0));
-    for (const std::string& slot : c.outputs) {
-      const Tensor& a = cpu.at(slot);
-      const Tensor& b = gpu.at(slot);
-      ASSERT_EQ(a.shape(), b.shape()) << slot;
-      ASSERT_EQ(a.dtype(), b.dtype()) << slot;
+    for (const std::string& name : OutputVariables(c)) {
+      const Tensor& a = cpu.at(name);
+      const Tensor& b = gpu.at(name);
+      ASSERT_EQ(a.shape(), b.shape()) << name;
+      ASSERT_EQ(a.dtype(), b.dtype()) << name;
       for (int64_t i = 0; i < a.numel(); ++i) {
         const double want = a.GetAsDouble(i), got = b.GetAsDouble(i);
         ASSERT_LE(std::fabs(want - got), c.atol + c.rtol * std::fabs(want))
-            << slot << "[" << i << "]: cpu " << want << ", cuda " << got;
+            << name << "[" << i << "]: cpu " << want << ", cuda " << got;
       }
     }
   }

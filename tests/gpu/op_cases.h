@@ -19,18 +19,36 @@ struct Case {
   double atol = 1e-6;                    // |cpu - cuda| <= atol + rtol * |cpu|
   double rtol = 1e-5;
   std::vector<std::pair<std::string, proto::Attr>> attrs = {};
+  // Slots bound to several variables (duplicable ones, or gradients paired
+  // with their variables by name): slot -> its variables in order, each a
+  // name and a value. A Tensor() binds a variable that holds no value.
+  std::map<std::string, std::vector<std::pair<std::string, Tensor>>> input_lists = {};
+  // Output slots bound to several variables: slot -> their names.
+  std::map<std::string, std::vector<std::string>> output_lists = {};
 };
+
+// The variables a case's outputs are bound to: "out_<slot>" for each of
+// Case::outputs, then the names in Case::output_lists.
+std::vector<std::string> OutputVariables(const Case& c);
 
 // A float attribute named `name`, for Case::attrs.
 proto::Attr FloatAttr(const std::string& name, float value);
 proto::Attr IntAttr(const std::string& name, int64_t value);
 
-std::vector<Case> ActivationCases();  // cases_activation.cc
-std::vector<Case> UnaryCases();       // cases_unary.cc
-std::vector<Case> OptimizerCases();   // cases_optimizer.cc
-std::vector<Case> TensorCases();      // cases_tensor.cc
-std::vector<Case> BinaryCases();      // cases_binary.cc
-std::vector<Case> ReduceCases();      // cases_reduce.cc
-std::vector<Case> SoftmaxCases();     // cases_softmax.cc
+std::vector<Case> ActivationCases();        // cases_activation.cc
+std::vector<Case> UnaryCases();             // cases_unary.cc
+std::vector<Case> OptimizerCases();         // cases_optimizer.cc
+std::vector<Case> TensorCases();            // cases_tensor.cc
+std::vector<Case> BinaryCases();            // cases_binary.cc
+std::vector<Case> ReduceCases();            // cases_reduce.cc
+std::vector<Case> SoftmaxCases();           // cases_softmax.cc
+std::vector<Case> ShapeCases();             // cases_shape.cc
+std::vector<Case> TopKCases();              // cases_top_k.cc
+std::vector<Case> EmbeddingDropoutCases();  // cases_embedding_dropout.cc
+std::vector<Case> RandomCases();            // cases_random.cc
+std::vector<Case> GemmCases();              // cases_gemm.cc
+std::vector<Case> NormCompareCases();       // cases_norm_compare.cc
+std::vector<Case> ConvCases();              // cases_conv.cc
+std::vector<Case> PoolCases();              // cases_pool.cc
 
 }  // namespace rill

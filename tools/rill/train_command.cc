@@ -43,7 +43,8 @@ constexpr const char* kUsage = R"(usage: rill train [flags]
   --max-steps N            stop each epoch after N steps (default: whole epoch)
   --data DIR               IDX files (default /usr/share/datasets/fashion-mnist)
   --executor actor|sequential   the actor executor (default) or the reference
-  --places P               cpu (default) or cpu:N: N replicas, each on a slice of the batch
+  --places P               cpu (default) or cpu:N: N replicas, each on a slice of the batch;
+                           cuda:0[,cuda:1...] GPUs; acpu:0[,acpu:1...] the asynchronous CPU device
   --strategy allreduce|reduce   how replicas merge gradients (default allreduce)
   --gradient-compression none|int8|int4   quantize gradients of 4096 elements or more
                            for the merge between places and the push to parameter

@@ -1,0 +1,111 @@
+// CUDA kernels of top_k and top_k_grad: the CPU kernels' checks made on the
+// host, outputs allocated on the op's device, work queued on the stream the
+// executor is launching on (CudaStream::Current()); device code in
+// top_k_cuda.cu. top_k takes every data type, top_k_grad float32 and
+// float64, as on the CPU.
+//
+// Two things wait for the stream before returning: top_k with k above
+// cuda::kTopKInsertionMaxK, whose sort scratch goes back to the device's
+// memory cache on return, and top_k_grad, which checks the indices on the
+// device and throws the CPU kernel's error for the first one out of range.
+#include "ops/tensor/tensor_cuda.h"
+#include "ops/tensor/top_k_cuda.h"
+#include "runtime/device/cuda_stream.h"
+#include "runtime/kernel_context.h"
+#include "runtime/op_registry.h"
+
+namespace rill {
+namespace {
+
+void TopKCudaKernel(KernelContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  const int64_t k = ctx.Attr<int>("k");
+  RILL_CHECK(x.rank() >= 1, kInvalidArgument, "X must have rank >= 1, is ", x.Describe());
+  const int64_t c = x.dim(x.rank() - 1);
+  RILL_CHECK(k >= 1 && k <= c, kInvalidArgument, "k (", k, ") must be in [1, ", c,
+             "], the last dim of X ", x.Describe());
+  Shape shape = x.shape();
+  shape.back() = k;
+  const int64_t rows = c == 0 ? 0 : x.numel() / c;
+  Tensor* out = ctx.Output("Out");
+  Tensor* indices = ctx.Output("Indices");
+  const cudaStream_t stream = CudaStream::Current();
+  VisitDataType(x.dtype(), [&]<class T>() {
+    const T* in = x.data<T>();  // before Out is allocated
+    out->Allocate(DataTypeOf<T>(), shape, ctx.place());
+    indices->Allocate(DataType::kInt64, shape, ctx.place());
+    T* values = out->mutable_data<T>();
+    int64_t* idx = indices->mutable_data<int64_t>();
+    if (rows == 0) return;
+    if (k <= cuda::kTopKInsertionMaxK) {
+      cuda::TopKByInsertion(in, rows, c, k, values, idx, stream);
+      CheckCuda(cudaGetLastError(), "top_k: kernel launch");
+      return;
+    }
+    size_t bytes = 0;
+    CheckCuda(cuda::TopKSortScratchBytes(rows, c, &bytes), "top_k: sort scratch size");
+    Tensor scratch(DataType::kInt64, {static_cast<int64_t>((bytes + 7) / 8)}, ctx.place());
+    CheckCuda(cuda::TopKBySort(in, rows, c, k, values, idx, scratch.mutable_data<int64_t>(), bytes,
+                               stream),
+              "top_k: sort");
+    CheckCuda(cudaStreamSynchronize(stream), "top_k: sort");  // before the scratch is freed
+  });
+}
+
+// Waits for the stream, then throws the CPU kernel's error for the first
+// index out of range, if any (`bad_position` from cuda::TopKGrad).
+void CheckIndices(const Tensor& bad_position, const Tensor& indices, int64_t k, int64_t c) {
+  const cudaStream_t stream = CudaStream::Current();
+  int64_t at = cuda::kNoBadPosition;
+  CheckCuda(cudaMemcpyAsync(&at, bad_position.data<int64_t>(), sizeof(at), cudaMemcpyDeviceToHost,
+                            stream),
+            "top_k_grad: index check copy");
+  CheckCuda(cudaStreamSynchronize(stream), "top_k_grad: index check");
+  if (at == cuda::kNoBadPosition) return;
+  int64_t i = 0;
+  CheckCuda(cudaMemcpy(&i, indices.data<int64_t>() + at, sizeof(i), cudaMemcpyDeviceToHost),
+            "top_k_grad: index copy");
+  RILL_CHECK(i >= 0 && i < c, kOutOfRange, "index ", i, " in row ", at / k, " is outside [0, ", c,
+             ")");
+}
+
+// X@GRAD is zero except at the picked positions, which get Out@GRAD.
+void TopKGradCudaKernel(KernelContext& ctx) {
+  if (!ctx.HasOutput("X@GRAD")) return;
+  const Tensor& x = ctx.Input("X");
+  const Tensor& indices = ctx.Input("Indices");
+  const Shape shape = x.shape();
+  const int64_t c = shape.empty() ? 1 : shape.back();
+  const int64_t k = indices.rank() == 0 ? 1 : indices.dim(indices.rank() - 1);
+  const int64_t rows = c == 0 ? 0 : x.numel() / c;
+  RILL_CHECK(indices.numel() == rows * k, kInvalidArgument, "Indices ", indices.Describe(),
+             " does not match X ", x.Describe());
+  const bool has_dout = ctx.InputReady("Out@GRAD");
+  Tensor* dx = ctx.Output("X@GRAD");
+  VisitFloatType(x.dtype(), [&]<class T>() {
+    const int64_t* idx = indices.data<int64_t>();
+    const T* dout = nullptr;
+    if (has_dout) {
+      const Tensor& g = ctx.Input("Out@GRAD");
+      RILL_CHECK(g.numel() == rows * k, kInvalidArgument, "Out@GRAD ", g.Describe(),
+                 " does not match Indices ", indices.Describe());
+      dout = g.data<T>();
+    }
+    dx->Allocate(DataTypeOf<T>(), shape, ctx.place());
+    const cudaStream_t stream = CudaStream::Current();
+    CheckCuda(cuda::Zero(dx->raw_data(), dx->bytes(), stream), "top_k_grad: cudaMemsetAsync");
+    if (dout == nullptr) return;
+    Tensor bad_position(DataType::kInt64, {1}, ctx.place());
+    cuda::TopKGrad(idx, dout, dx->mutable_data<T>(), rows, c, k,
+                   bad_position.mutable_data<int64_t>(), stream);
+    CheckCuda(cudaGetLastError(), "top_k_grad: kernel launch");
+    CheckIndices(bad_position, indices, k, c);
+  });
+}
+
+}  // namespace
+
+RILL_REGISTER_KERNEL(top_k, Cuda, TopKCudaKernel);
+RILL_REGISTER_KERNEL(top_k_grad, Cuda, TopKGradCudaKernel);
+
+}  // namespace rill

@@ -1,0 +1,110 @@
+"""Training throughput of PyTorch on the models of `rill train`, the other side
+of tools/bench/gpu_vs_torch.sh (Rill's side: gpu_train_benchmark.cc).
+
+Models as tools/rill/models.cc builds them, initialised like Rill (Xavier
+uniform weights, zero biases):
+  mlp: 784-256-128-10, ReLU
+  cnn: conv 5x5 32 (pad 2) + ReLU + max-pool 2, conv 5x5 64 (pad 2) + ReLU +
+       max-pool 2, fc 1024 + ReLU, fc 10
+Loss: mean softmax cross-entropy; Rill's program also computes the softmax
+accuracy every step, so this does too (not fetched). Optimizer: Adam, lr 1e-3,
+betas (0.9, 0.999), eps 1e-8 (torch.optim.Adam's defaults otherwise).
+
+Measured like Rill's side: 16 random batches (labels as random_batches.h
+makes them) preloaded in host memory, as Rill is fed host tensors; each step
+copies its batch to the device, runs forward, backward and the update, and
+fetches the loss with .item() (one sync per step, as Rill's step fetches its
+loss). 20 warm-up steps are not timed; steps then run for the given seconds
+and the timing ends after torch.cuda.synchronize(). One CPU thread:
+torch.set_num_threads(1).
+
+Prints per model and batch:
+  torch model=M batch=B samples_per_sec=S first_loss=L0 last_loss=L1
+Usage: torch_gpu_models.py [--device cuda|cpu] [--seconds 3] [--models mlp,cnn]
+                           [--batches 64,256]
+"""
+import argparse
+import time
+
+import torch
+from torch import nn
+
+
+def build(name):
+    if name == "mlp":
+        model = nn.Sequential(
+            nn.Linear(784, 256), nn.ReLU(),
+            nn.Linear(256, 128), nn.ReLU(),
+            nn.Linear(128, 10))
+    elif name == "cnn":
+        model = nn.Sequential(
+            nn.Unflatten(1, (1, 28, 28)),
+            nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64 * 7 * 7, 1024), nn.ReLU(),
+            nn.Linear(1024, 10))
+    else:
+        raise SystemExit(f"unknown model {name!r} (expected mlp or cnn)")
+    for m in model.modules():
+        if isinstance(m, (nn.Linear, nn.Conv2d)):
+            nn.init.xavier_uniform_(m.weight)
+            nn.init.zeros_(m.bias)
+    return model
+
+
+def measure(name, batch, device, seconds):
+    torch.manual_seed(0)
+    model = build(name).to(device)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = nn.CrossEntropyLoss()
+    # Like tools/bench/random_batches.h: uniform pixels, label of row r in batch i (7r + i) % 10.
+    rows = torch.arange(batch)
+    data = [(torch.rand(batch, 784), (rows * 7 + i) % 10) for i in range(16)]
+
+    def step(i):
+        x, y = data[i % 16]
+        x, y = x.to(device), y.to(device)
+        opt.zero_grad()
+        logits = model(x)
+        loss = loss_fn(logits, y)
+        (torch.softmax(logits, 1).argmax(1) == y).float().mean()  # Rill's accuracy op
+        loss.backward()
+        opt.step()
+        return loss.item()
+
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    first_loss = step(0)
+    for i in range(1, 20):
+        step(i)
+    sync()
+    steps, last_loss, start = 0, 0.0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        last_loss = step(steps)
+        steps += 1
+    sync()
+    rate = steps * batch / (time.perf_counter() - start)
+    print(f"torch model={name} batch={batch} samples_per_sec={rate:.0f} "
+          f"first_loss={first_loss:.4f} last_loss={last_loss:.4f}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--device", default="cuda", help="cuda (default), cuda:N or cpu")
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--models", default="mlp,cnn")
+    parser.add_argument("--batches", default="64,256")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("torch: no CUDA device (torch.cuda.is_available() is false)")
+    for name in args.models.split(","):
+        for batch in args.batches.split(","):
+            measure(name, int(batch), device, args.seconds)
+
+
+if __name__ == "__main__":
+    main()
