@@ -17,13 +17,19 @@ std::unique_ptr<DeviceStream> NewDeviceStream(const Place& place, const std::str
   const std::string name = StrCat(place.ToString(), " ", role);
   switch (place.kind) {
     case Place::Kind::kAsyncCpu: return std::make_unique<AsyncCpuStream>(name);
-    case Place::Kind::kCuda:
+    case Place::Kind::kCuda: {
 #ifdef RILL_WITH_CUDA
+      std::string why;
+      const int devices = CudaStream::DeviceCount(&why);
+      RILL_CHECK(place.device >= 0 && place.device < devices, kUnavailable, name,
+                 ": no such CUDA device (", devices, " found",
+                 why.empty() ? std::string() : StrCat(": ", why), ")");
       return std::make_unique<CudaStream>(place.device, name);
 #else
       Fail(ErrorCode::kUnimplemented, name, ": this build of Rill has no CUDA (configure found no ",
            "nvcc, or RILL_CUDA=OFF)");
 #endif
+    }
     case Place::Kind::kCpu: break;
   }
   Fail(ErrorCode::kUnimplemented, name, ": the CPU place has no device streams");

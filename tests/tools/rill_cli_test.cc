@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "runtime/device/device.h"
 #include "runtime/io/checkpoint.h"
 #include "runtime/io/npy.h"
 #include "runtime/io/program_io.h"
@@ -242,6 +243,38 @@ TEST_F(RillCliTest, TrainRefusesAnUnknownGradientCompression) {
   const Result r = Rill({"train", "--gradient-compression", "int2"});
   EXPECT_EQ(r.status, 2) << r.output;
   EXPECT_TRUE(Contains(r.output, "--gradient-compression must be none, int8 or int4")) << r.output;
+}
+
+// Device places take batches fed by the driver (the pipeline's read op runs
+// on the host): preloaded by default there, the pipeline refused by name;
+// acpu places train to the CPU places' numbers.
+TEST_F(RillCliTest, DevicePlacesTrainOnPreloadedBatches) {
+  const Result refused = Rill({"train", "--places", "acpu:0", "--input", "pipeline"});
+  EXPECT_EQ(refused.status, 2) << refused.output;
+  EXPECT_TRUE(Contains(refused.output, "--input pipeline needs CPU places")) << refused.output;
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
+  }
+  std::string loss[2];
+  for (int i = 0; i < 2; ++i) {
+    // acpu places without --input: preloaded by default.
+    const Result r = i == 0 ? Rill({"train", "--model", "mlp", "--places", "cpu:2", "--epochs", "1",
+                                    "--max-steps", "5", "--input", "preloaded", "--json"})
+                            : Rill({"train", "--model", "mlp", "--places", "acpu:0,acpu:1",
+                                    "--epochs", "1", "--max-steps", "5", "--json"});
+    ASSERT_EQ(r.status, 0) << r.output;
+    const size_t at = r.output.find("\"test_loss\": ");
+    ASSERT_NE(at, std::string::npos) << r.output;
+    loss[i] = r.output.substr(at, r.output.find(',', at) - at);
+  }
+  EXPECT_EQ(loss[0], loss[1]);
+  if (CudaDeviceCount() == 0) {
+    const Result r = Rill({"train", "--places", "cuda:0", "--max-steps", "1", "--epochs", "1"});
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_TRUE(Contains(r.output, BuiltWithCuda() ? "cuda:0 compute 0: no such CUDA device"
+                                                   : "this build of Rill has no CUDA"))
+        << r.output;
+  }
 }
 
 TEST_F(RillCliTest, RunUsageErrors) {

@@ -54,7 +54,7 @@ constexpr const char* kUsage = R"(usage: rill train [flags]
   --input pipeline|preloaded   stream training batches through the input pipeline
                            (default: decoded on their own threads, prefetched per
                            place, taken by a read op) or feed them from the whole
-                           set decoded in memory
+                           set decoded in memory (the default on acpu and cuda places)
   --decode-threads N       pipeline decode threads (default 1)
   --prefetch N             batches buffered per place by the pipeline (default 2)
   --save FILE              write a checkpoint of all persistable variables at the end
@@ -88,7 +88,7 @@ struct TrainOptions {
   std::string save;
   std::string resume;
   bool json = false;
-  std::string input = "pipeline";
+  std::string input;  // "": the pipeline, preloaded on device places
   int decode_threads = 1;
   int prefetch = 2;
   std::string trace;
@@ -498,8 +498,21 @@ int TrainCommand(const std::vector<std::string>& args) {
   if (opt.executor != "actor" && opt.executor != "sequential") {
     return flags.UsageError("--executor must be actor or sequential");
   }
+  // The pipeline's read op is a blocking op: it runs on the CPU place, so
+  // device places are fed by the driver.
+  bool device_places = false;
+  try {
+    for (const Place& place : ParsePlaces(opt.places)) device_places |= place.is_device();
+  } catch (const Error&) {
+    // a bad --places is reported where the places are used
+  }
+  if (opt.input.empty()) opt.input = device_places ? "preloaded" : "pipeline";
   if (opt.input != "pipeline" && opt.input != "preloaded") {
     return flags.UsageError("--input must be pipeline or preloaded");
+  }
+  if (opt.input == "pipeline" && device_places) {
+    return flags.UsageError("--input pipeline needs CPU places (its read op runs on the host); " +
+                            opt.places + " takes batches fed by the driver: --input preloaded");
   }
   if (opt.decode_threads < 1 || opt.prefetch < 0) {
     return flags.UsageError("--decode-threads must be >= 1 and --prefetch >= 0");
