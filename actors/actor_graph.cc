@@ -441,7 +441,7 @@ void ActorGraph::BroadcastParameters() {
   for (auto& slot : slots_) {
     for (auto& [copy, source, place] : slot->parameter_copies) {
       if (source != nullptr && source->tensor().initialized()) {
-        *copy->mutable_tensor() = source->tensor().CopyTo(places_[place]);
+        *copy->mutable_tensor() = source->tensor().CopyTo(CopyPlace(place));
       }
     }
   }

@@ -276,6 +276,13 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   int places() const { return plan_.places; }
   int op_count() const { return plan_.program.blocks(block_index_).ops_size(); }
   Scope* ScopeOf(const Slot& slot, int place) const;
+  // Where place p's copies of parameters live: the CPU place for places with
+  // host memory (their kernels allocate there, and reuse only such buffers),
+  // else p's device.
+  Place CopyPlace(int p) const {
+    const Place& place = places_[static_cast<size_t>(p)];
+    return place.host_memory() ? Place::Cpu() : place;
+  }
 
   // -- an iteration (actor_graph_run.cc) ---------------------------------------
   // Picks a free slot (waiting while all are busy), checks and binds the feeds,

@@ -140,7 +140,7 @@ ActorGraph::Slot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std
   // after the executor was built) come from the shared scope.
   for (auto& [copy, source, place] : slot.parameter_copies) {
     if (!copy->tensor().initialized() && source != nullptr && source->tensor().initialized()) {
-      *copy->mutable_tensor() = source->tensor().CopyTo(places_[place]);
+      *copy->mutable_tensor() = source->tensor().CopyTo(CopyPlace(place));
     }
   }
   if (!copy_streams_.empty()) MoveParametersToDevices(slot);

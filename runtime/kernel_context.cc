@@ -87,12 +87,12 @@ const Tensor& KernelContext::Input(const std::string& slot, int i) const {
          "\", which holds no value (not fed, not initialised by the startup program, and "
          "not written by an earlier op)");
   }
-  // A kernel reads its inputs where it runs: host memory for the CPU's, the
-  // device's for CUDA's.
-  RILL_CHECK(t.place().host_memory() == place_.host_memory(), kInvalidArgument, "input ", slot,
-             " of op ", op_.type(), " names variable \"", b->desc->vars(i), "\", which is on ",
-             t.place().ToString(), " but the op runs on ", place_.ToString(),
-             " (copy it with Tensor::CopyTo)");
+  // A kernel reads its inputs where it runs: host memory for the CPU's, its
+  // own device's for CUDA's.
+  const bool readable = t.place().host_memory() ? place_.host_memory() : t.place() == place_;
+  RILL_CHECK(readable, kInvalidArgument, "input ", slot, " of op ", op_.type(),
+             " names variable \"", b->desc->vars(i), "\", which is on ", t.place().ToString(),
+             " but the op runs on ", place_.ToString(), " (copy it with Tensor::CopyTo)");
   return t;
 }
 

@@ -9,36 +9,8 @@
 namespace rill {
 namespace {
 
-void ReluCudaKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  out->Allocate(x.dtype(), x.shape(), ctx.place());
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    cuda::Relu(x.data<T>(), out->mutable_data<T>(), x.numel(), CudaStream::Current());
-  });
-  CheckCuda(cudaGetLastError(), "relu: kernel launch");
-}
-
-void ReluGradCudaKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& y = ctx.Input("Out");
-  const bool has_dy = ctx.InputReady("Out@GRAD");
-  if (has_dy) {
-    RILL_CHECK(ctx.Input("Out@GRAD").shape() == y.shape(), kInvalidArgument, "Out@GRAD has shape ",
-               ShapeToString(ctx.Input("Out@GRAD").shape()), " but Out has shape ",
-               ShapeToString(y.shape()));
-  }
-  Tensor* dx = ctx.Output("X@GRAD");
-  dx->Allocate(y.dtype(), y.shape(), ctx.place());
-  VisitFloatType(y.dtype(), [&]<class T>() {
-    cuda::ReluGrad(y.data<T>(), has_dy ? ctx.Input("Out@GRAD").data<T>() : nullptr,
-                   dx->mutable_data<T>(), y.numel(), CudaStream::Current());
-  });
-  CheckCuda(cudaGetLastError(), "relu_grad: kernel launch");
-}
-
-// Out = Launch(X) elementwise, as sigmoid_op.cc and tanh_op.cc: X's pointer
-// is taken before Out is allocated (Out may be X).
+// Out = Launch(X) elementwise, as relu_op.cc, sigmoid_op.cc and tanh_op.cc:
+// X's pointer is taken before Out is allocated (Out may be X).
 template <class Launch>
 void ForwardCuda(KernelContext& ctx, const char* what, Launch launch) {
   const Tensor& x = ctx.Input("X");
@@ -53,9 +25,11 @@ void ForwardCuda(KernelContext& ctx, const char* what, Launch launch) {
   CheckCuda(cudaGetLastError(), what);
 }
 
-// X@GRAD = Launch(Out, Out@GRAD), as sigmoid_op.cc and tanh_op.cc check it:
-// the type of Out first, then (only when Out@GRAD is there) its shape and
-// type; a missing Out@GRAD means zeros (a null dy for the launcher).
+// X@GRAD = Launch(Out, Out@GRAD), as relu_op.cc, sigmoid_op.cc and tanh_op.cc
+// check it: the type of Out first, then (only when Out@GRAD is there) its
+// shape and type; a missing Out@GRAD means zeros (a null dy for the
+// launcher). The pointers are taken before X@GRAD is allocated (X@GRAD may be
+// Out@GRAD).
 template <class Launch>
 void GradFromOutCuda(KernelContext& ctx, const char* what, Launch launch) {
   if (!ctx.HasOutput("X@GRAD")) return;
@@ -77,6 +51,18 @@ void GradFromOutCuda(KernelContext& ctx, const char* what, Launch launch) {
     launch(out, dy, dx->mutable_data<T>(), n, CudaStream::Current());
   });
   CheckCuda(cudaGetLastError(), what);
+}
+
+void ReluCudaKernel(KernelContext& ctx) {
+  ForwardCuda(ctx, "relu: kernel launch",
+              [](const auto* x, auto* y, int64_t n, cudaStream_t s) { cuda::Relu(x, y, n, s); });
+}
+
+void ReluGradCudaKernel(KernelContext& ctx) {
+  GradFromOutCuda(ctx, "relu_grad: kernel launch",
+                  [](const auto* y, const auto* dy, auto* dx, int64_t n, cudaStream_t s) {
+                    cuda::ReluGrad(y, dy, dx, n, s);
+                  });
 }
 
 void SigmoidCudaKernel(KernelContext& ctx) {

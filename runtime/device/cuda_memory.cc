@@ -93,12 +93,7 @@ class CachingAllocator {
   // the thread launches on no stream of this device.
   cudaEvent_t RecordFreeLocked() {
     cudaStream_t stream = CudaStream::Current();
-    int device = -1;
-    if (stream == nullptr || cudaStreamGetDevice(stream, &device) != cudaSuccess ||
-        device != device_) {
-      cudaGetLastError();
-      return nullptr;
-    }
+    if (stream == nullptr || CudaStream::CurrentDevice() != device_) return nullptr;
     cudaEvent_t event = nullptr;
     if (!spare_events_.empty()) {
       event = spare_events_.back();
@@ -231,7 +226,14 @@ void CudaCopy(void* dst, int dst_device, const void* src, int src_device, size_t
                                                : cudaMemcpyDeviceToDevice;
   auto* cuda = dynamic_cast<CudaStream*>(stream);
   if (cuda == nullptr) {
-    CheckCuda(cudaMemcpy(dst, src, bytes, kind), "cudaMemcpy");
+    // Done when this returns, after the work queued so far on the stream the
+    // calling thread launches on (a kernel's inputs). Not cudaMemcpy: it runs
+    // on the legacy default stream, which does not synchronise with the
+    // executor's non-blocking streams, and it may return before a copy from
+    // pageable host memory or between devices' memory has landed.
+    const cudaStream_t current = CudaStream::Current();
+    CheckCuda(cudaMemcpyAsync(dst, src, bytes, kind, current), "cudaMemcpyAsync");
+    CheckCuda(cudaStreamSynchronize(current), "cudaStreamSynchronize after cudaMemcpyAsync");
     return;
   }
   CheckCuda(cudaMemcpyAsync(dst, src, bytes, kind, cuda->native()),

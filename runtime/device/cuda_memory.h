@@ -22,7 +22,8 @@ DeviceMemoryStats CudaMemoryStats(int device);
 void CudaReleaseCached(int device);
 void* CudaAllocatePinned(size_t bytes);
 void CudaFreePinned(void* data);
-// cudaMemcpy(Async) between host (device -1) and devices.
+// Copies between host (device -1) and devices: queued on `stream` when it is
+// a CudaStream, else done (on CudaStream::Current()) before this returns.
 void CudaCopy(void* dst, int dst_device, const void* src, int src_device, size_t bytes,
               DeviceStream* stream);
 

@@ -8,6 +8,7 @@ namespace rill {
 namespace {
 
 thread_local cudaStream_t current_stream = nullptr;
+thread_local int current_device = -1;  // current_stream's
 
 // Makes `device` current on this thread for a scope.
 class DeviceGuard {
@@ -69,7 +70,9 @@ CudaStream::~CudaStream() {
 void CudaStream::Launch(Work work) {
   DeviceGuard guard(device_);
   const cudaStream_t outer = current_stream;
+  const int outer_device = current_device;
   current_stream = stream_;
+  current_device = device_;
   try {
     work();
   } catch (...) {
@@ -77,6 +80,7 @@ void CudaStream::Launch(Work work) {
     if (!error_) error_ = std::current_exception();
   }
   current_stream = outer;
+  current_device = outer_device;
 }
 
 void CudaStream::Record(DeviceEvent& event) {
@@ -106,6 +110,8 @@ void CudaStream::Synchronize() {
 std::unique_ptr<DeviceEvent> CudaStream::NewEvent() { return std::make_unique<CudaEvent>(device_); }
 
 cudaStream_t CudaStream::Current() { return current_stream; }
+
+int CudaStream::CurrentDevice() { return current_device; }
 
 int CudaStream::DeviceCount(std::string* why) {
   int count = 0;

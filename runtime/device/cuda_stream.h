@@ -51,6 +51,8 @@ class CudaStream : public DeviceStream {
   // The stream whose Launch is running on this thread (kernels launch on it);
   // the default stream outside a Launch.
   static cudaStream_t Current();
+  // The device of Current(); -1 outside a Launch.
+  static int CurrentDevice();
   // Devices present; `why` says why there are none.
   static int DeviceCount(std::string* why);
 

@@ -28,14 +28,14 @@ DeviceMemoryStats GetDeviceMemoryStats(const Place& place);
 // Gives the device's cached blocks back to the driver.
 void ReleaseCachedDeviceMemory(const Place& place);
 
-// Copies `bytes` between two places (host memory or a device's). With a
-// stream, the copy is queued on it (pinned host memory makes it
-// asynchronous); without, it is done when this returns.
 // Page-locked host memory (cudaHostAlloc), so that copies between it and a
 // device are asynchronous. Throws kUnimplemented in a build without CUDA.
 void* AllocatePinnedHost(size_t bytes);
 void FreePinnedHost(void* data);
 
+// Copies `bytes` between two places (host memory or a device's). With a
+// stream, the copy is queued on it (pinned host memory makes it
+// asynchronous); without, it is done when this returns.
 void CopyBetweenPlaces(void* dst, const Place& dst_place, const void* src, const Place& src_place,
                        size_t bytes, DeviceStream* stream = nullptr);
 

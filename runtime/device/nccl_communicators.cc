@@ -75,14 +75,27 @@ NcclCommunicators::NcclCommunicators(const std::string& unique_id, int ranks, in
              "NCCL ranks [", first_rank, ", ", first_rank + local, ") of ", ranks);
   std::memcpy(id.internal, unique_id.data(), sizeof(id.internal));
   native_->comms.resize(devices.size());
+  // ncclCommInitRank binds the current device: set for each rank, then the
+  // caller's put back, and the group ended however the loop leaves.
+  int previous = 0;
+  CheckCuda(cudaGetDevice(&previous), "cudaGetDevice");
   CheckNccl(ncclGroupStart(), "ncclGroupStart");
-  for (int r = 0; r < local; ++r) {
-    CheckCuda(cudaSetDevice(devices[static_cast<size_t>(r)]), "cudaSetDevice");
-    CheckNccl(ncclCommInitRank(&native_->comms[static_cast<size_t>(r)], ranks, id, first_rank + r),
-              StrCat("ncclCommInitRank ", first_rank + r, " of ", ranks,
-                     " on cuda:", devices[static_cast<size_t>(r)]));
+  try {
+    for (int r = 0; r < local; ++r) {
+      CheckCuda(cudaSetDevice(devices[static_cast<size_t>(r)]), "cudaSetDevice");
+      CheckNccl(
+          ncclCommInitRank(&native_->comms[static_cast<size_t>(r)], ranks, id, first_rank + r),
+          StrCat("ncclCommInitRank ", first_rank + r, " of ", ranks,
+                 " on cuda:", devices[static_cast<size_t>(r)]));
+    }
+  } catch (...) {
+    ncclGroupEnd();
+    cudaSetDevice(previous);
+    throw;
   }
-  CheckNccl(ncclGroupEnd(), StrCat("ncclCommInitRank over ", DeviceList(devices)));
+  const ncclResult_t ended = ncclGroupEnd();
+  cudaSetDevice(previous);
+  CheckNccl(ended, StrCat("ncclCommInitRank over ", DeviceList(devices)));
 }
 
 NcclCommunicators::~NcclCommunicators() {

@@ -160,6 +160,8 @@ class SilentServer : public caf::event_based_actor {
       return pending_.back();
     }};
   }
+  // The promises refer to this actor: dropped here, or it would never be freed.
+  void on_exit() override { pending_.clear(); }
 
  private:
   std::vector<caf::response_promise> pending_;
