@@ -10,6 +10,7 @@
 
 #include "actors/graph_actors.h"
 #include "ops/math/blas.h"
+#include "runtime/device/device.h"
 #include "runtime/op_desc.h"
 #include "runtime/op_registry.h"
 #include "runtime/validate.h"
@@ -246,7 +247,10 @@ void ActorGraph::BuildNodes() {
     }
     if (node.kernel == nullptr) {
       Fail(ErrorCode::kUnimplemented, "block ", block_index_, ", op ", op.op_index, " (",
-           desc.type(), "): no kernel for place ", place.ToString());
+           desc.type(), "): no kernel for place ", place.ToString(),
+           place.kind == Place::Kind::kCuda && !BuiltWithCuda()
+               ? " (this build of Rill has no CUDA)"
+               : "");
     }
   }
   successor_begin_.push_back(static_cast<int32_t>(successor_list_.size()));

@@ -46,40 +46,21 @@ inline int CublasInt(int64_t value, const char* what) {
 
 inline cublasOperation_t Op(bool trans) { return trans ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
-inline cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                           int n, int k, const float* alpha, const float* a, int lda,
-                           const float* b, int ldb, const float* beta, float* c, int ldc) {
-  return cublasSgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-inline cublasStatus_t Gemm(cublasHandle_t h, cublasOperation_t ta, cublasOperation_t tb, int m,
-                           int n, int k, const double* alpha, const double* a, int lda,
-                           const double* b, int ldb, const double* beta, double* c, int ldc) {
-  return cublasDgemm(h, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-}
-inline cublasStatus_t GemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
-                                         cublasOperation_t tb, int m, int n, int k,
-                                         const float* alpha, const float* a, int lda,
-                                         long long stride_a, const float* b, int ldb,
-                                         long long stride_b, const float* beta, float* c, int ldc,
-                                         long long stride_c, int count) {
-  return cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
-                                   beta, c, ldc, stride_c, count);
-}
-inline cublasStatus_t GemmStridedBatched(cublasHandle_t h, cublasOperation_t ta,
-                                         cublasOperation_t tb, int m, int n, int k,
-                                         const double* alpha, const double* a, int lda,
-                                         long long stride_a, const double* b, int ldb,
-                                         long long stride_b, const double* beta, double* c, int ldc,
-                                         long long stride_c, int count) {
-  return cublasDgemmStridedBatched(h, ta, tb, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
-                                   beta, c, ldc, stride_c, count);
-}
-inline cublasStatus_t Scale(cublasHandle_t h, int n, const float* alpha, float* x) {
-  return cublasSscal(h, n, alpha, x, 1);
-}
-inline cublasStatus_t Scale(cublasHandle_t h, int n, const double* alpha, double* x) {
-  return cublasDscal(h, n, alpha, x, 1);
-}
+// cuBLAS's GEMM, strided-batched GEMM and scaling of T.
+template <class T>
+struct Cublas;
+template <>
+struct Cublas<float> {
+  static constexpr auto gemm = &cublasSgemm;
+  static constexpr auto gemm_strided_batched = &cublasSgemmStridedBatched;
+  static constexpr auto scal = &cublasSscal;
+};
+template <>
+struct Cublas<double> {
+  static constexpr auto gemm = &cublasDgemm;
+  static constexpr auto gemm_strided_batched = &cublasDgemmStridedBatched;
+  static constexpr auto scal = &cublasDscal;
+};
 
 }  // namespace gemm_detail
 
@@ -101,8 +82,8 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
           cudaMemsetAsync(c, 0, static_cast<size_t>(c_elements) * sizeof(T), stream);
       if (status != cudaSuccess) CheckCuda(status, StrCat(what, ": zeroing an empty product"));
     } else if (beta != T(1)) {
-      const cublasStatus_t status =
-          gemm_detail::Scale(CublasHandle(stream), CublasInt(c_elements, "C size"), &beta, c);
+      const cublasStatus_t status = gemm_detail::Cublas<T>::scal(
+          CublasHandle(stream), CublasInt(c_elements, "C size"), &beta, c, 1);
       if (status != CUBLAS_STATUS_SUCCESS) {
         CheckCublas(status, StrCat(what, ": scaling an empty product"));
       }
@@ -120,11 +101,11 @@ void Gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, T alpha, 
   const int ldc = cm;
   cublasHandle_t handle = CublasHandle(stream);
   const cublasStatus_t status =
-      batch.count == 1
-          ? gemm_detail::Gemm(handle, op_b, op_a, cm, cn, ck, &alpha, b, ldb, a, lda, &beta, c, ldc)
-          : gemm_detail::GemmStridedBatched(handle, op_b, op_a, cm, cn, ck, &alpha, b, ldb,
-                                            batch.stride_b, a, lda, batch.stride_a, &beta, c, ldc,
-                                            m * n, CublasInt(batch.count, "batch"));
+      batch.count == 1 ? gemm_detail::Cublas<T>::gemm(handle, op_b, op_a, cm, cn, ck, &alpha, b,
+                                                      ldb, a, lda, &beta, c, ldc)
+                       : gemm_detail::Cublas<T>::gemm_strided_batched(
+                             handle, op_b, op_a, cm, cn, ck, &alpha, b, ldb, batch.stride_b, a, lda,
+                             batch.stride_a, &beta, c, ldc, m * n, CublasInt(batch.count, "batch"));
   if (status != CUBLAS_STATUS_SUCCESS) {  // the message is built only on failure
     CheckCublas(status, StrCat(what, ": cuBLAS GEMM of ", batch.count, " x [", m, ", ", k, "] x [",
                                k, ", ", n, "]"));

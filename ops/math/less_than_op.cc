@@ -1,5 +1,6 @@
 // less_than: Out = int32(X < Y), elementwise; Y has X's shape or one element.
 // Rill has no bool type: comparisons give int32 0/1 (a while condition).
+#include "ops/math/less_than_check.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 #include "runtime/shape_context.h"
@@ -20,10 +21,7 @@ void LessThanShape(ShapeContext& ctx) {
 void LessThanKernel(KernelContext& ctx) {
   const Tensor& x = ctx.Input("X");
   const Tensor& y = ctx.Input("Y");
-  RILL_CHECK(y.numel() == 1 || y.shape() == x.shape(), kInvalidArgument, "less_than: Y ",
-             y.Describe(), " must have X's shape ", ShapeToString(x.shape()), " or one element");
-  RILL_CHECK(x.dtype() == y.dtype(), kInvalidArgument, "less_than: X is ", x.Describe(), ", Y is ",
-             y.Describe());
+  CheckLessThanInputs(x, y);
   int32_t* out = ctx.Output("Out")->Allocate<int32_t>(x.shape());
   const int64_t n = x.numel();
   const bool broadcast = y.numel() == 1;

@@ -1,11 +1,13 @@
 // The CUDA kernels of mean, mean_grad and sum: outputs allocated on the op's
 // device, work launched on the stream the executor is launching on
 // (CudaStream::Current()); device code in reduce_cuda.cu. The checks, their
-// order and their messages follow the CPU kernels (reduce_to_one.h for mean
-// and mean_grad: float32 and float64 only; sum_op.cc: every data type).
+// order and their messages follow the CPU kernels (reduce_to_one.h's, made by
+// reduce_to_one_cuda.h, for mean and mean_grad: float32 and float64 only;
+// sum_op.cc: every data type).
 #include <vector>
 
 #include "ops/math/reduce_cuda.h"
+#include "ops/math/reduce_to_one_cuda.h"
 #include "runtime/device/cuda_stream.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
@@ -15,38 +17,19 @@ namespace {
 
 // Out [1] = sum of X / numel(X), summed in the CPU's order (NaN for an empty X).
 void MeanCudaKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    const int64_t n = x.numel();
-    out->Allocate(DataTypeOf<T>(), {1}, ctx.place());
-    cuda::Mean(in, out->mutable_data<T>(), n, static_cast<T>(n), CudaStream::Current());
-  });
-  CheckCuda(cudaGetLastError(), "mean: kernel launch");
+  ReduceToOneCudaForward(ctx, "mean",
+                         []<class T>(const T* x, T* out, int64_t n, cudaStream_t stream) {
+                           cuda::Mean(x, out, n, static_cast<T>(n), stream);
+                         });
 }
 
 // X@GRAD = Out@GRAD[0] / numel(X) everywhere; a missing Out@GRAD means zero.
 void MeanGradCudaKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const bool has_dout = ctx.InputReady("Out@GRAD");
-  Tensor* dx = ctx.Output("X@GRAD");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* dout = nullptr;
-    if (has_dout) {
-      const Tensor& d = ctx.Input("Out@GRAD");
-      RILL_CHECK(d.numel() == 1, kInvalidArgument, "Out@GRAD must hold one element, is ",
-                 d.Describe());
-      dout = d.data<T>();  // a device pointer: read by the kernel
-    }
-    (void)x.data<T>();  // as on the CPU: X must hold memory of X's type
-    const Shape shape = x.shape();
-    const int64_t n = x.numel();
-    dx->Allocate(DataTypeOf<T>(), shape, ctx.place());
-    cuda::MeanGrad(dout, dx->mutable_data<T>(), n, static_cast<T>(n), CudaStream::Current());
-  });
-  CheckCuda(cudaGetLastError(), "mean_grad: kernel launch");
+  ReduceToOneCudaBackward(
+      ctx, "mean_grad",
+      []<class T>(const T*, const T* dout, T* dx, int64_t n, cudaStream_t stream) {
+        cuda::MeanGrad(dout, dx, n, static_cast<T>(n), stream);
+      });
 }
 
 // Out = X[0] + X[1] + ...; Out may be one of the inputs (accumulates in place).

@@ -23,7 +23,7 @@ constexpr int64_t kScratchBudgetBytes = int64_t{64} << 20;
 // of an image being x[c, oy * sh + i * dh - ph, ox * sw + j * dw - pw], or 0
 // in the padding (im2col.cc's Im2Col, image by image).
 template <class T>
-__global__ void Im2ColKernel(const T* x, T* col, ConvShape s, int64_t n) {
+__global__ void Im2ColKernel(const T* x, T* col, ConvGeometry s, int64_t n) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
        e += int64_t{blockDim.x} * gridDim.x) {
     int64_t t = e;
@@ -47,7 +47,7 @@ __global__ void Im2ColKernel(const T* x, T* col, ConvShape s, int64_t n) {
 // taps (i, j) in the CPU's order (Col2Im adds row by row, i then j, into a
 // cleared image), so the sums round as the CPU's do.
 template <class T>
-__global__ void Col2ImKernel(const T* col, T* dx, ConvShape s, int64_t n) {
+__global__ void Col2ImKernel(const T* col, T* dx, ConvGeometry s, int64_t n) {
   const int64_t cols = s.out_h * s.out_w;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
        e += int64_t{blockDim.x} * gridDim.x) {
@@ -149,7 +149,7 @@ void GemmImagesGroups(cublasHandle_t h, bool trans_a, bool trans_b, int64_t m, i
 }
 
 template <class T>
-void Im2Col(const T* x, T* col, const ConvShape& s, int64_t images, cudaStream_t stream) {
+void Im2Col(const T* x, T* col, const ConvGeometry& s, int64_t images, cudaStream_t stream) {
   const int64_t n = images * s.channels * s.kernel_h * s.kernel_w * s.col_cols();
   if (n > 0) Im2ColKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, col, s, n);
 }
@@ -164,21 +164,21 @@ void Zero(T* p, int64_t n, cudaStream_t stream) {
 
 }  // namespace
 
-int64_t ConvChunkImages(const ConvShape& s, int64_t element_bytes, bool filter_grad) {
+int64_t ConvChunkImages(const ConvGeometry& s, int64_t element_bytes, bool filter_grad) {
   const int64_t per_image = ConvScratchElements(s, 1, filter_grad) * element_bytes;
   const int64_t batch = std::max<int64_t>(s.batch, 1);
   if (per_image == 0) return batch;
   return std::clamp<int64_t>(kScratchBudgetBytes / per_image, 1, batch);
 }
 
-int64_t ConvScratchElements(const ConvShape& s, int64_t images, bool filter_grad) {
+int64_t ConvScratchElements(const ConvGeometry& s, int64_t images, bool filter_grad) {
   const int64_t columns = s.direct() ? 0 : s.groups * s.col_rows() * s.col_cols();
   const int64_t terms = filter_grad ? s.out_channels * s.col_rows() : 0;
   return images * (columns + terms);
 }
 
 template <class T>
-void Conv2d(const T* x, const T* w, T* y, const ConvShape& s, T* scratch, int64_t chunk,
+void Conv2d(const T* x, const T* w, T* y, const ConvGeometry& s, T* scratch, int64_t chunk,
             cudaStream_t stream) {
   if (s.batch == 0) return;
   cublasHandle_t h = CublasHandle(stream);
@@ -202,8 +202,8 @@ void Conv2d(const T* x, const T* w, T* y, const ConvShape& s, T* scratch, int64_
 }
 
 template <class T>
-void Conv2dGrad(const T* x, const T* w, const T* dy, T* dx, T* dw, const ConvShape& s, T* scratch,
-                int64_t chunk, cudaStream_t stream) {
+void Conv2dGrad(const T* x, const T* w, const T* dy, T* dx, T* dw, const ConvGeometry& s,
+                T* scratch, int64_t chunk, cudaStream_t stream) {
   const int64_t in_image = s.channels * s.height * s.width;
   const int64_t filter_numel = s.out_channels * s.col_rows();
   Zero(dw, filter_numel, stream);
@@ -254,13 +254,13 @@ void Conv2dGrad(const T* x, const T* w, const T* dy, T* dx, T* dw, const ConvSha
   }
 }
 
-template void Conv2d<float>(const float*, const float*, float*, const ConvShape&, float*, int64_t,
-                            cudaStream_t);
-template void Conv2d<double>(const double*, const double*, double*, const ConvShape&, double*,
+template void Conv2d<float>(const float*, const float*, float*, const ConvGeometry&, float*,
+                            int64_t, cudaStream_t);
+template void Conv2d<double>(const double*, const double*, double*, const ConvGeometry&, double*,
                              int64_t, cudaStream_t);
 template void Conv2dGrad<float>(const float*, const float*, const float*, float*, float*,
-                                const ConvShape&, float*, int64_t, cudaStream_t);
+                                const ConvGeometry&, float*, int64_t, cudaStream_t);
 template void Conv2dGrad<double>(const double*, const double*, const double*, double*, double*,
-                                 const ConvShape&, double*, int64_t, cudaStream_t);
+                                 const ConvGeometry&, double*, int64_t, cudaStream_t);
 
 }  // namespace rill::cuda

@@ -1,6 +1,7 @@
 // CUDA kernels of conv2d and conv2d_grad (conv2d_op.cc), as plain launchers:
 // this header is included by conv_cuda.cu (nvcc, C++17) and by the glue in
-// conv_op_cuda.cc (C++20), so it holds only what both read alike.
+// conv_op_cuda.cc (C++20), so it holds only what both read alike. A run's
+// sizes are window2d.h's ConvGeometry, as the CPU kernels' are.
 //
 // As on the CPU: im2col + GEMM per image and channel group. The images are
 // taken in chunks (ConvChunkImages) whose column matrices fit the scratch;
@@ -24,57 +25,27 @@
 
 #include <cstdint>
 
+#include "ops/nn/window2d.h"
+
 namespace rill::cuda {
-
-// One run's sizes (conv2d_op.cc's attributes resolved). Input is
-// [batch, channels, height, width], Filter [out_channels, channels / groups,
-// kernel_h, kernel_w], Output [batch, out_channels, out_h, out_w].
-struct ConvShape {
-  int64_t batch = 0;
-  int64_t channels = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t out_channels = 0;
-  int64_t out_h = 0;
-  int64_t out_w = 0;
-  int64_t kernel_h = 1;
-  int64_t kernel_w = 1;
-  int64_t stride_h = 1;
-  int64_t stride_w = 1;
-  int64_t pad_h = 0;
-  int64_t pad_w = 0;
-  int64_t dilation_h = 1;
-  int64_t dilation_w = 1;
-  int64_t groups = 1;
-
-  // Rows of one group's column matrix (the GEMMs' inner size for Output).
-  int64_t col_rows() const { return channels / groups * kernel_h * kernel_w; }
-  // Columns: output positions per image.
-  int64_t col_cols() const { return out_h * out_w; }
-  // 1x1, stride 1, no padding: an image is its own column matrix (no im2col).
-  bool direct() const {
-    return kernel_h == 1 && kernel_w == 1 && stride_h == 1 && stride_w == 1 && pad_h == 0 &&
-           pad_w == 0;
-  }
-};
 
 // Images per chunk (at least 1) so that a chunk's scratch stays within a
 // fixed budget, and the scratch (elements of `element_bytes` each) a chunk of
 // `images` needs: the column matrices of its images (none when direct()) and,
 // for the gradient with Filter@GRAD, each image's Filter@GRAD term.
-int64_t ConvChunkImages(const ConvShape& s, int64_t element_bytes, bool filter_grad);
-int64_t ConvScratchElements(const ConvShape& s, int64_t images, bool filter_grad);
+int64_t ConvChunkImages(const ConvGeometry& s, int64_t element_bytes, bool filter_grad);
+int64_t ConvScratchElements(const ConvGeometry& s, int64_t images, bool filter_grad);
 
 // Output = conv2d(Input, Filter). `scratch` holds ConvScratchElements(s,
 // chunk, false) elements (may be null when that is 0).
 template <class T>
-void Conv2d(const T* x, const T* w, T* y, const ConvShape& s, T* scratch, int64_t chunk,
+void Conv2d(const T* x, const T* w, T* y, const ConvGeometry& s, T* scratch, int64_t chunk,
             cudaStream_t stream);
 
 // Input@GRAD (dx) and Filter@GRAD (dw), either may be null; dy null: both
 // zero. `scratch` holds ConvScratchElements(s, chunk, dw != nullptr).
 template <class T>
-void Conv2dGrad(const T* x, const T* w, const T* dy, T* dx, T* dw, const ConvShape& s, T* scratch,
-                int64_t chunk, cudaStream_t stream);
+void Conv2dGrad(const T* x, const T* w, const T* dy, T* dx, T* dw, const ConvGeometry& s,
+                T* scratch, int64_t chunk, cudaStream_t stream);
 
 }  // namespace rill::cuda

@@ -1,7 +1,7 @@
 // CUDA kernels of conv2d and conv2d_grad: the CPU kernels' checks made on the
-// host (conv2d_op.cc's, message for message), outputs allocated on the op's
-// device, work launched on the stream the executor is launching on
-// (CudaStream::Current()); device code and cuBLAS calls in conv_cuda.cu.
+// host (conv_pool_geometry.h's CheckConvKernel, which they share), outputs
+// allocated on the op's device, work launched on the stream the executor is
+// launching on (CudaStream::Current()); device code and cuBLAS calls in conv_cuda.cu.
 //
 // The column matrices (and Filter@GRAD's per-image terms) live in a scratch
 // buffer on the device: one per thread and device, grown when a run needs
@@ -14,14 +14,11 @@
 // its stream, the next use's stream waits for that event (a use on another
 // stream stays ordered after it), and a buffer is replaced only after its
 // last use's event has completed.
-#include <algorithm>
 #include <climits>
 #include <map>
-#include <string>
-#include <vector>
 
 #include "ops/nn/conv_cuda.h"
-#include "ops/nn/im2col.h"
+#include "ops/nn/conv_pool_geometry.h"
 #include "runtime/device/cuda_stream.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
@@ -29,84 +26,8 @@
 namespace rill {
 namespace {
 
-struct ConvParams {
-  int64_t stride_h, stride_w;
-  int64_t pad_h, pad_w;
-  int64_t dilation_h, dilation_w;
-  int64_t groups;
-};
-
-// As conv2d_op.cc's ReadConvParams.
-ConvParams ReadConvParams(const KernelContext& ctx) {
-  auto pair = [&](const char* name, int64_t min) {
-    auto v = ctx.Attr<std::vector<int64_t>>(name);
-    RILL_CHECK(v.size() == 2 && v[0] >= min && v[1] >= min, kInvalidArgument, "conv2d: attribute ",
-               name, " must be 2 values (height, width) >= ", min, ", is ", ShapeToString(v));
-    return v;
-  };
-  const auto strides = pair("strides", 1);
-  const auto paddings = pair("paddings", 0);
-  const auto dilations = pair("dilations", 1);
-  const int64_t groups = ctx.Attr<int64_t>("groups");
-  RILL_CHECK(groups >= 1, kInvalidArgument, "conv2d: attribute groups must be at least 1, is ",
-             groups);
-  return {strides[0], strides[1], paddings[0], paddings[1], dilations[0], dilations[1], groups};
-}
-
-// As conv2d_op.cc's ConvOutputShape (run-time shapes: every dim known).
-Shape ConvOutputShape(const Shape& input, const Shape& filter, const ConvParams& p) {
-  RILL_CHECK(input.size() == 4, kInvalidArgument, "conv2d: Input must be [N, C, H, W], is ",
-             ShapeToString(input));
-  RILL_CHECK(filter.size() == 4 &&
-                 std::all_of(filter.begin(), filter.end(), [](int64_t d) { return d >= 1; }),
-             kInvalidArgument,
-             "conv2d: Filter must be [M, C / groups, kh, kw] with known dims, is ",
-             ShapeToString(filter));
-  RILL_CHECK(filter[0] % p.groups == 0, kInvalidArgument, "conv2d: Filter ", ShapeToString(filter),
-             " has ", filter[0], " output channels, which groups = ", p.groups, " does not divide");
-  RILL_CHECK(input[1] < 0 || input[1] == filter[1] * p.groups, kInvalidArgument, "conv2d: Input ",
-             ShapeToString(input), " has ", input[1], " channels but Filter ",
-             ShapeToString(filter), " with groups = ", p.groups, " expects ", filter[1] * p.groups);
-  const int64_t pads[2] = {p.pad_h, p.pad_w};
-  const int64_t strides[2] = {p.stride_h, p.stride_w};
-  const int64_t dilations[2] = {p.dilation_h, p.dilation_w};
-  Shape out{input[0], filter[0], -1, -1};
-  for (int k = 0; k < 2; ++k) {
-    const int64_t in = input[2 + k];
-    const int64_t extent = dilations[k] * (filter[2 + k] - 1) + 1;
-    RILL_CHECK(in < 0 || in + 2 * pads[k] >= extent, kInvalidArgument, "conv2d: Filter ",
-               ShapeToString(filter), " (dilations [", p.dilation_h, ", ", p.dilation_w,
-               "]) is larger than Input ", ShapeToString(input), " padded by [", p.pad_h, ", ",
-               p.pad_w, "]");
-    out[2 + k] = WindowOutputSize(in, filter[2 + k], pads[k], strides[k], dilations[k]);
-  }
-  return out;
-}
-
-cuda::ConvShape MakeConvShape(const Shape& input, const Shape& filter, const Shape& out,
-                              const ConvParams& p) {
-  cuda::ConvShape s;
-  s.batch = input[0];
-  s.channels = input[1];
-  s.height = input[2];
-  s.width = input[3];
-  s.out_channels = filter[0];
-  s.out_h = out[2];
-  s.out_w = out[3];
-  s.kernel_h = filter[2];
-  s.kernel_w = filter[3];
-  s.stride_h = p.stride_h;
-  s.stride_w = p.stride_w;
-  s.pad_h = p.pad_h;
-  s.pad_w = p.pad_w;
-  s.dilation_h = p.dilation_h;
-  s.dilation_w = p.dilation_w;
-  s.groups = p.groups;
-  return s;
-}
-
 // The GEMMs' sizes and batch counts are ints in cuBLAS.
-void CheckCublasSizes(const cuda::ConvShape& s, int64_t chunk, const char* op) {
+void CheckCublasSizes(const ConvGeometry& s, int64_t chunk, const char* op) {
   const int64_t sizes[] = {s.out_channels / s.groups, s.col_rows(), s.col_cols(), s.groups, chunk};
   for (int64_t v : sizes) {
     RILL_CHECK(v <= INT_MAX, kInvalidArgument, op, ": Input and Filter give a GEMM dimension of ",
@@ -187,20 +108,15 @@ class ScratchUse {
 };
 
 void Conv2dCudaKernel(KernelContext& ctx) {
-  const Tensor& input = ctx.Input("Input");
-  const Tensor& filter = ctx.Input("Filter");
-  const ConvParams p = ReadConvParams(ctx);
-  const Shape out_shape = ConvOutputShape(input.shape(), filter.shape(), p);
-  RILL_CHECK(filter.dtype() == input.dtype(), kInvalidArgument, "conv2d: Filter is ",
-             DataTypeName(filter.dtype()), " but Input is ", DataTypeName(input.dtype()));
-  const cuda::ConvShape s = MakeConvShape(input.shape(), filter.shape(), out_shape, p);
+  const ConvRun run = CheckConvKernel(ctx, false);
+  const ConvGeometry& s = run.geo;
   Tensor* output = ctx.Output("Output");
-  VisitFloatType(input.dtype(), [&]<class T>() {
-    const T* x = input.data<T>();
-    const T* w = filter.data<T>();
+  VisitFloatType(run.input->dtype(), [&]<class T>() {
+    const T* x = run.input->data<T>();
+    const T* w = run.filter->data<T>();
     const int64_t chunk = cuda::ConvChunkImages(s, sizeof(T), false);
     CheckCublasSizes(s, chunk, "conv2d");
-    output->Allocate(DataTypeOf<T>(), out_shape, ctx.place());
+    output->Allocate(DataTypeOf<T>(), ConvOutputShape(s), ctx.place());
     const cudaStream_t stream = CudaStream::Current();
     ScratchUse<T> scratch(ctx.place(), cuda::ConvScratchElements(s, chunk, false), stream);
     cuda::Conv2d(x, w, output->mutable_data<T>(), s, scratch.get(), chunk, stream);
@@ -209,26 +125,16 @@ void Conv2dCudaKernel(KernelContext& ctx) {
 }
 
 void Conv2dGradCudaKernel(KernelContext& ctx) {
-  const Tensor& input = ctx.Input("Input");
-  const Tensor& filter = ctx.Input("Filter");
-  // A missing output gradient is zero.
-  const Tensor* dout = ctx.HasInput("Output@GRAD") ? &ctx.Input("Output@GRAD") : nullptr;
-  const ConvParams p = ReadConvParams(ctx);
-  const Shape out_shape = ConvOutputShape(input.shape(), filter.shape(), p);
-  RILL_CHECK(filter.dtype() == input.dtype(), kInvalidArgument, "conv2d_grad: Filter is ",
-             DataTypeName(filter.dtype()), " but Input is ", DataTypeName(input.dtype()));
-  RILL_CHECK(dout == nullptr || dout->shape() == out_shape, kInvalidArgument,
-             "conv2d_grad: Output@GRAD is ", ShapeToString(dout ? dout->shape() : Shape{}),
-             " but the output is ", ShapeToString(out_shape));
-  const cuda::ConvShape s = MakeConvShape(input.shape(), filter.shape(), out_shape, p);
+  const ConvRun run = CheckConvKernel(ctx, true);
+  const ConvGeometry& s = run.geo;
   Tensor* dinput = ctx.HasOutput("Input@GRAD") ? ctx.Output("Input@GRAD") : nullptr;
   Tensor* dfilter = ctx.HasOutput("Filter@GRAD") ? ctx.Output("Filter@GRAD") : nullptr;
-  VisitFloatType(input.dtype(), [&]<class T>() {
-    const T* x = input.data<T>();
-    const T* w = filter.data<T>();
-    const T* dy = dout ? dout->data<T>() : nullptr;
-    const Shape input_shape = input.shape();
-    const Shape filter_shape = filter.shape();
+  VisitFloatType(run.input->dtype(), [&]<class T>() {
+    const T* x = run.input->data<T>();
+    const T* w = run.filter->data<T>();
+    const T* dy = run.dout ? run.dout->data<T>() : nullptr;
+    const Shape input_shape = run.input->shape();
+    const Shape filter_shape = run.filter->shape();
     const bool filter_grad = dfilter != nullptr;
     const int64_t chunk = cuda::ConvChunkImages(s, sizeof(T), filter_grad);
     CheckCublasSizes(s, chunk, "conv2d_grad");

@@ -28,12 +28,6 @@ Range ValidRange(int64_t offset, int64_t stride, int64_t in, int64_t out) {
 
 }  // namespace
 
-int64_t WindowOutputSize(int64_t in, int64_t kernel, int64_t pad, int64_t stride,
-                         int64_t dilation) {
-  if (in < 0) return -1;
-  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
-}
-
 AttrCheck PairAtLeast(int64_t min) {
   AttrCheck each = AtLeast(min);
   return [each](const proto::Attr& a) -> std::string {
@@ -45,10 +39,11 @@ AttrCheck PairAtLeast(int64_t min) {
 }
 
 template <class T>
-void Im2Col(const T* im, const Im2ColGeometry& g, T* col) {
+void Im2Col(const T* im, const ConvGeometry& g, T* col) {
   const int64_t plane = g.height * g.width;
   const int64_t cols = g.col_cols();
-  for (int64_t c = 0; c < g.channels; ++c) {
+  const int64_t channels = g.channels / g.groups;
+  for (int64_t c = 0; c < channels; ++c) {
     const T* src = im + c * plane;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       const int64_t y_off = i * g.dilation_h - g.pad_h;
@@ -80,10 +75,11 @@ void Im2Col(const T* im, const Im2ColGeometry& g, T* col) {
 }
 
 template <class T>
-void Col2Im(const T* col, const Im2ColGeometry& g, T* im) {
+void Col2Im(const T* col, const ConvGeometry& g, T* im) {
   const int64_t plane = g.height * g.width;
   const int64_t cols = g.col_cols();
-  for (int64_t c = 0; c < g.channels; ++c) {
+  const int64_t channels = g.channels / g.groups;
+  for (int64_t c = 0; c < channels; ++c) {
     T* dst = im + c * plane;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       const int64_t y_off = i * g.dilation_h - g.pad_h;
@@ -106,9 +102,9 @@ void Col2Im(const T* col, const Im2ColGeometry& g, T* im) {
   }
 }
 
-template void Im2Col<float>(const float*, const Im2ColGeometry&, float*);
-template void Im2Col<double>(const double*, const Im2ColGeometry&, double*);
-template void Col2Im<float>(const float*, const Im2ColGeometry&, float*);
-template void Col2Im<double>(const double*, const Im2ColGeometry&, double*);
+template void Im2Col<float>(const float*, const ConvGeometry&, float*);
+template void Im2Col<double>(const double*, const ConvGeometry&, double*);
+template void Col2Im<float>(const float*, const ConvGeometry&, float*);
+template void Col2Im<double>(const double*, const ConvGeometry&, double*);
 
 }  // namespace rill

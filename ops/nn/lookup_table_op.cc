@@ -3,36 +3,17 @@
 #include <algorithm>
 #include <vector>
 
+#include "ops/nn/lookup_table_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
 
-// Ids [..., 1] gives Out [..., D]; Ids [N] gives Out [N, D].
-Shape LookupOutShape(const Shape& ids, int64_t width) {
-  Shape out = ids;
-  if (out.size() >= 2) {
-    out.back() = width;
-  } else {
-    out.push_back(width);
-  }
-  return out;
-}
-
-void CheckTableAndIds(const Tensor& w, const Tensor& ids, int64_t padding_idx) {
-  RILL_CHECK(w.rank() == 2, kInvalidArgument, "W must be [V, D], is ", w.Describe());
-  RILL_CHECK(ids.rank() == 1 || (ids.rank() >= 2 && ids.dim(ids.rank() - 1) == 1), kInvalidArgument,
-             "Ids must be [N, 1] or [N], is ", ids.Describe());
-  RILL_CHECK(padding_idx < w.dim(0), kInvalidArgument, "padding_idx ", padding_idx,
-             " is not a row of W ", ShapeToString(w.shape()));
-}
-
 void LookupTableKernel(KernelContext& ctx) {
-  const Tensor& w = ctx.Input("W");
-  const Tensor& ids = ctx.Input("Ids");
-  const int64_t padding_idx = ctx.Attr<int64_t>("padding_idx");
-  CheckTableAndIds(w, ids, padding_idx);
+  const LookupArgs args = ReadLookupArgs(ctx);
+  const Tensor& w = args.w;
+  const Tensor& ids = args.ids;
   Tensor* out = ctx.Output("Out");
   VisitFloatType(w.dtype(), [&]<class T>() {
     const T* table = w.data<T>();
@@ -44,12 +25,11 @@ void LookupTableKernel(KernelContext& ctx) {
     for (int64_t i = 0; i < n; ++i) {
       const int64_t row = id[i];
       T* dst = o + i * width;
-      if (row == padding_idx && padding_idx >= 0) {
+      if (IsPaddingId(row, args.padding_idx)) {
         std::fill_n(dst, width, T(0));
         continue;
       }
-      RILL_CHECK(row >= 0 && row < rows, kInvalidArgument, "Ids row ", i, " is ", row,
-                 ", outside the table's rows [0, ", rows, ")");
+      CheckId(i, row, rows);
       std::copy_n(table + row * width, width, dst);
     }
   });
@@ -70,30 +50,22 @@ void LookupTableShape(ShapeContext& ctx) {
 }
 
 // With is_sparse, W@GRAD is selected rows: one row per id (repeats kept),
-// holding that id's Out@GRAD row; the padding row is left out.
-void SparseLookupTableGrad(KernelContext& ctx, const Tensor& w, const Tensor& ids,
-                           int64_t padding_idx) {
+// holding that id's Out@GRAD row (zeros without `dy`); the padding row is
+// left out.
+void SparseLookupTableGrad(KernelContext& ctx, const LookupArgs& args, const Tensor* dy_t) {
+  const Tensor& w = args.w;
   const int64_t width = w.dim(1);
-  const int64_t n = ids.numel();
-  const int64_t* id = ids.data<int64_t>();
+  const int64_t* id = args.ids.data<int64_t>();
   SelectedRows* dw = ctx.OutputRows("W@GRAD");
-  dw->height = w.dim(0);
-  dw->rows.clear();
-  for (int64_t i = 0; i < n; ++i) {
-    if (id[i] == padding_idx && padding_idx >= 0) continue;
-    RILL_CHECK(id[i] >= 0 && id[i] < w.dim(0), kInvalidArgument, "Ids row ", i, " is ", id[i],
-               ", outside the table's rows [0, ", w.dim(0), ")");
-    dw->rows.push_back(id[i]);
-  }
-  const bool has_dy = ctx.InputReady("Out@GRAD");
+  const std::vector<int64_t> positions = SetLookedUpRows(id, args, dw);
   VisitFloatType(w.dtype(), [&]<class T>() {
-    const T* dy = has_dy ? ctx.Input("Out@GRAD").data<T>() : nullptr;
-    T* v = dw->value.Allocate<T>({static_cast<int64_t>(dw->rows.size()), width});
-    int64_t k = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (id[i] == padding_idx && padding_idx >= 0) continue;
-      for (int64_t j = 0; j < width; ++j) v[k * width + j] = dy ? dy[i * width + j] : T(0);
-      ++k;
+    const T* dy = dy_t != nullptr ? dy_t->data<T>() : nullptr;
+    T* v = dw->value.Allocate<T>({static_cast<int64_t>(positions.size()), width});
+    for (size_t k = 0; k < positions.size(); ++k) {
+      const int64_t i = positions[k];
+      for (int64_t j = 0; j < width; ++j) {
+        v[static_cast<int64_t>(k) * width + j] = dy ? dy[i * width + j] : T(0);
+      }
     }
   });
 }
@@ -101,50 +73,32 @@ void SparseLookupTableGrad(KernelContext& ctx, const Tensor& w, const Tensor& id
 // W@GRAD is dense: zeros, then each Out@GRAD row added into the row its id
 // picked (ids may repeat). The padding row gets nothing. A missing Out@GRAD
 // means zero.
-void LookupTableGradKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("W@GRAD")) return;
-  const Tensor& w = ctx.Input("W");
-  const Tensor& ids = ctx.Input("Ids");
-  const int64_t padding_idx = ctx.Attr<int64_t>("padding_idx");
-  CheckTableAndIds(w, ids, padding_idx);
-  const bool has_dy = ctx.InputReady("Out@GRAD");
-  if (has_dy) {
-    const Tensor& dy = ctx.Input("Out@GRAD");
-    RILL_CHECK(dy.numel() == ids.numel() * w.dim(1), kInvalidArgument, "Out@GRAD has shape ",
-               ShapeToString(dy.shape()), ", want ",
-               ShapeToString(LookupOutShape(ids.shape(), w.dim(1))));
-  }
-  if (ctx.Attr<bool>("is_sparse")) {
-    SparseLookupTableGrad(ctx, w, ids, padding_idx);
-    return;
-  }
+void DenseLookupTableGrad(KernelContext& ctx, const LookupArgs& args, const Tensor* dy_t) {
+  const Tensor& w = args.w;
+  const Tensor& ids = args.ids;
   Tensor* dw = ctx.Output("W@GRAD");
   VisitFloatType(w.dtype(), [&]<class T>() {
     const int64_t rows = w.dim(0);
     const int64_t width = w.dim(1);
     const int64_t n = ids.numel();
     const int64_t* id = ids.data<int64_t>();
-    const T* dy = nullptr;
-    if (has_dy) {
-      const Tensor& dy_t = ctx.Input("Out@GRAD");
-      RILL_CHECK(dy_t.numel() == n * width, kInvalidArgument, "Out@GRAD has shape ",
-                 ShapeToString(dy_t.shape()), ", want ",
-                 ShapeToString(LookupOutShape(ids.shape(), width)));
-      dy = dy_t.data<T>();
-    }
+    const T* dy = dy_t != nullptr ? dy_t->data<T>() : nullptr;
     T* g = dw->Allocate<T>(w.shape());
     std::fill_n(g, rows * width, T(0));
     if (dy == nullptr) return;
     for (int64_t i = 0; i < n; ++i) {
       const int64_t row = id[i];
-      if (row == padding_idx && padding_idx >= 0) continue;
-      RILL_CHECK(row >= 0 && row < rows, kInvalidArgument, "Ids row ", i, " is ", row,
-                 ", outside the table's rows [0, ", rows, ")");
+      if (IsPaddingId(row, args.padding_idx)) continue;
+      CheckId(i, row, rows);
       T* dst = g + row * width;
       const T* src = dy + i * width;
       for (int64_t j = 0; j < width; ++j) dst[j] += src[j];
     }
   });
+}
+
+void LookupTableGradKernel(KernelContext& ctx) {
+  RunLookupTableGrad(ctx, SparseLookupTableGrad, DenseLookupTableGrad);
 }
 
 void LookupTableGradShape(ShapeContext& ctx) {

@@ -40,13 +40,13 @@ __device__ int64_t ArgMax(const T* plane, int64_t width, Span ys, Span xs) {
 
 // The divisor of an average over the window.
 template <class T>
-__device__ __forceinline__ T Area(const PoolShape& s, Span ys, Span xs) {
+__device__ __forceinline__ T Area(const PoolGeometry& s, Span ys, Span xs) {
   return s.exclusive ? static_cast<T>((ys.end - ys.begin) * (xs.end - xs.begin))
                      : static_cast<T>(s.kernel_h * s.kernel_w);
 }
 
 template <class T>
-__global__ void PoolKernel(const T* x, T* out, PoolShape s, int64_t n) {
+__global__ void PoolKernel(const T* x, T* out, PoolGeometry s, int64_t n) {
   const int64_t in_plane = s.height * s.width;
   const int64_t out_plane = s.out_h * s.out_w;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
@@ -83,7 +83,7 @@ __device__ __forceinline__ void Covering(int64_t v, int64_t stride, int64_t pad,
 // dx[e] = sum, from 0, over the windows covering element e in the CPU's
 // window order (output rows, then columns), of what each sends it.
 template <class T>
-__global__ void PoolGradKernel(const T* x, const T* dout, T* dx, PoolShape s, int64_t n) {
+__global__ void PoolGradKernel(const T* x, const T* dout, T* dx, PoolGeometry s, int64_t n) {
   const int64_t in_plane = s.height * s.width;
   const int64_t out_plane = s.out_h * s.out_w;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
@@ -121,7 +121,7 @@ __global__ void PoolGradKernel(const T* x, const T* dout, T* dx, PoolShape s, in
 // writes the plane: dOut at the winner (added to 0, as on the CPU), 0
 // elsewhere.
 template <class T>
-__global__ void SingleWindowMaxGradKernel(const T* x, const T* dout, T* dx, PoolShape s) {
+__global__ void SingleWindowMaxGradKernel(const T* x, const T* dout, T* dx, PoolGeometry s) {
   __shared__ T red_value[kThreads];
   __shared__ int64_t red_index[kThreads];
   const int64_t in_plane = s.height * s.width;
@@ -131,7 +131,8 @@ __global__ void SingleWindowMaxGradKernel(const T* x, const T* dout, T* dx, Pool
   const int64_t count = (ys.end - ys.begin) * window_w;
   const int64_t first = ys.begin * s.width + xs.begin;
   const unsigned tid = threadIdx.x;
-  for (int64_t c = blockIdx.x; c < s.planes; c += gridDim.x) {
+  const int64_t planes = s.batch * s.channels;
+  for (int64_t c = blockIdx.x; c < planes; c += gridDim.x) {
     const T* plane = x + c * in_plane;
     const bool nan_first = isnan(plane[first]);
     int64_t best = -1;  // none yet
@@ -177,29 +178,31 @@ __global__ void SingleWindowMaxGradKernel(const T* x, const T* dout, T* dx, Pool
 }  // namespace
 
 template <class T>
-void Pool2d(const T* x, T* out, const PoolShape& s, cudaStream_t stream) {
-  const int64_t n = s.planes * s.out_h * s.out_w;
+void Pool2d(const T* x, T* out, const PoolGeometry& s, cudaStream_t stream) {
+  const int64_t n = s.batch * s.channels * s.out_h * s.out_w;
   if (n > 0) PoolKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, s, n);
 }
 
 template <class T>
-void Pool2dGrad(const T* x, const T* dout, T* dx, const PoolShape& s, cudaStream_t stream) {
-  const int64_t n = s.planes * s.height * s.width;
+void Pool2dGrad(const T* x, const T* dout, T* dx, const PoolGeometry& s, cudaStream_t stream) {
+  const int64_t planes = s.batch * s.channels;
+  const int64_t n = planes * s.height * s.width;
   if (n == 0) return;
   if (dout == nullptr) {
     cudaMemsetAsync(dx, 0, static_cast<size_t>(n) * sizeof(T), stream);  // +0.0
   } else if (s.is_max && s.out_h == 1 && s.out_w == 1) {
-    const int blocks = static_cast<int>(s.planes < 65536 ? s.planes : 65536);
+    const int blocks = static_cast<int>(planes < 65536 ? planes : 65536);
     SingleWindowMaxGradKernel<T><<<blocks, kThreads, 0, stream>>>(x, dout, dx, s);
   } else {
     PoolGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, dout, dx, s, n);
   }
 }
 
-template void Pool2d<float>(const float*, float*, const PoolShape&, cudaStream_t);
-template void Pool2d<double>(const double*, double*, const PoolShape&, cudaStream_t);
-template void Pool2dGrad<float>(const float*, const float*, float*, const PoolShape&, cudaStream_t);
-template void Pool2dGrad<double>(const double*, const double*, double*, const PoolShape&,
+template void Pool2d<float>(const float*, float*, const PoolGeometry&, cudaStream_t);
+template void Pool2d<double>(const double*, double*, const PoolGeometry&, cudaStream_t);
+template void Pool2dGrad<float>(const float*, const float*, float*, const PoolGeometry&,
+                                cudaStream_t);
+template void Pool2dGrad<double>(const double*, const double*, double*, const PoolGeometry&,
                                  cudaStream_t);
 
 }  // namespace rill::cuda

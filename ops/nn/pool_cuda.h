@@ -1,6 +1,7 @@
 // CUDA kernels of pool2d and pool2d_grad (pool2d_op.cc), as plain launchers:
 // this header is included by pool_cuda.cu (nvcc, C++17) and by the glue in
-// pool_op_cuda.cc (C++20), so it holds only what both read alike.
+// pool_op_cuda.cc (C++20), so it holds only what both read alike. A run's
+// window sweep is window2d.h's PoolGeometry, as the CPU kernels' is.
 //
 // Bit for bit the CPU's results:
 // - pool2d: one thread per output runs the CPU's window scan: max takes the
@@ -19,32 +20,16 @@
 
 #include <cstdint>
 
+#include "ops/nn/window2d.h"
+
 namespace rill::cuda {
 
-// One run's window sweep (pool2d_op.cc's PoolGeometry, global pooling
-// resolved: the window is the plane, stride 1, no padding), planes = N * C.
-struct PoolShape {
-  int64_t planes = 0;
-  int64_t height = 0;
-  int64_t width = 0;
-  int64_t out_h = 0;
-  int64_t out_w = 0;
-  int64_t kernel_h = 1;
-  int64_t kernel_w = 1;
-  int64_t stride_h = 1;
-  int64_t stride_w = 1;
-  int64_t pad_h = 0;
-  int64_t pad_w = 0;
-  bool is_max = true;
-  bool exclusive = true;  // avg: divide by the non-padding count
-};
-
-// Out ([planes, out_h, out_w]) from X ([planes, height, width]).
+// Out ([batch, channels, out_h, out_w]) from X ([batch, channels, height, width]).
 template <class T>
-void Pool2d(const T* x, T* out, const PoolShape& s, cudaStream_t stream);
+void Pool2d(const T* x, T* out, const PoolGeometry& s, cudaStream_t stream);
 
 // X@GRAD from X and Out@GRAD (dout null: zeros).
 template <class T>
-void Pool2dGrad(const T* x, const T* dout, T* dx, const PoolShape& s, cudaStream_t stream);
+void Pool2dGrad(const T* x, const T* dout, T* dx, const PoolGeometry& s, cudaStream_t stream);
 
 }  // namespace rill::cuda

@@ -1,8 +1,8 @@
 // concat: Out = the X tensors joined along `axis`. Its gradient slices
 // Out@GRAD back into one piece per input.
-#include <cstring>
 #include <vector>
 
+#include "ops/tensor/axis_layout.h"
 #include "ops/tensor/shape_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
@@ -41,73 +41,25 @@ void ConcatShape(ShapeContext& ctx) {
 }
 
 void ConcatKernel(KernelContext& ctx) {
-  const int n = ctx.InputCount("X");
-  RILL_CHECK(n >= 1, kInvalidArgument, "concat needs at least one input");
-  const Tensor& first = ctx.Input("X", 0);
-  const int rank = first.rank();
-  const int axis = ConcatAxis(ctx.Attr<int>("axis"), rank);
-  const DataType dtype = first.dtype();
-  const size_t elem = SizeOf(dtype);
-  const Shape out_shape = ConcatOutShape(ctx, axis);
-  const int64_t outer = DimProduct(out_shape, 0, axis);
-  const size_t out_row = static_cast<size_t>(DimProduct(out_shape, axis, rank)) * elem;
+  const AxisLayout layout = ConcatLayoutOf(ctx);
   Tensor* out = ctx.Output("Out");
-  out->Allocate(dtype, out_shape);
-  char* dst = static_cast<char*>(out->raw_data());
-  size_t offset = 0;
-  for (int i = 0; i < n; ++i) {
-    const Tensor& x = ctx.Input("X", i);
-    const size_t row = static_cast<size_t>(DimProduct(x.shape(), axis, rank)) * elem;
-    if (row == 0) continue;
-    const char* src = static_cast<const char*>(x.raw_data());
-    for (int64_t o = 0; o < outer; ++o) {
-      std::memcpy(dst + o * out_row + offset, src + o * row, row);
-    }
-    offset += row;
+  out->Allocate(layout.dtype, layout.joined_shape);
+  for (int i = 0; i < layout.parts(); ++i) {
+    // Nothing to copy from an empty X, which may hold no memory.
+    if (layout.part_rows[static_cast<size_t>(i)] == 0) continue;
+    CopyPartIn(layout, i, ctx.Input("X", i).raw_data(), out->raw_data());
   }
 }
 
 // X@GRAD[i] = the slice of Out@GRAD that X[i] filled; zeros if Out@GRAD is missing.
 void ConcatGradKernel(KernelContext& ctx) {
-  const int n = ctx.InputCount("X");
-  ConcatGradMatcher matcher(ctx.op(), n);
-  if (!matcher.any()) return;
-  const Tensor& first = ctx.Input("X", 0);
-  const int rank = first.rank();
-  const int axis = ConcatAxis(ctx.Attr<int>("axis"), rank);
-  const DataType dtype = first.dtype();
-  const size_t elem = SizeOf(dtype);
-  const int64_t outer = DimProduct(first.shape(), 0, axis);
-  size_t out_row = 0;
-  for (int i = 0; i < n; ++i) {
-    out_row += static_cast<size_t>(DimProduct(ctx.Input("X", i).shape(), axis, rank)) * elem;
-  }
-  const char* dout = nullptr;
-  if (ctx.InputReady("Out@GRAD")) {
-    const Tensor& g = ctx.Input("Out@GRAD");
-    RILL_CHECK(g.dtype() == dtype && static_cast<size_t>(g.numel()) * elem == out_row * outer,
-               kInvalidArgument, "Out@GRAD ", g.Describe(), " does not match the inputs");
-    dout = static_cast<const char*>(g.raw_data());
-  }
-  size_t offset = 0;
-  for (int i = 0; i < n; ++i) {
-    const Tensor& x = ctx.Input("X", i);
-    const size_t row = static_cast<size_t>(DimProduct(x.shape(), axis, rank)) * elem;
-    const int g = matcher.Next(i, ctx.InputName("X", i));
-    if (g >= 0) {
-      const Shape shape = x.shape();  // X@GRAD is never X, but copy before allocating anyway
-      Tensor* dx = ctx.Output(GradVarName("X"), g);
-      dx->Allocate(dtype, shape);
-      char* dst = static_cast<char*>(dx->raw_data());
-      if (dout == nullptr) {
-        if (row * outer > 0) std::memset(dst, 0, row * outer);
-      } else if (row > 0) {
-        for (int64_t o = 0; o < outer; ++o) {
-          std::memcpy(dst + o * row, dout + o * out_row + offset, row);
-        }
-      }
-    }
-    offset += row;
+  const ConcatGrads grads = ReadConcatGrads(ctx);
+  for (int i = 0; i < grads.layout.parts(); ++i) {
+    const int g = grads.grad_index[static_cast<size_t>(i)];
+    if (g < 0) continue;
+    Tensor* dx = ctx.Output(GradVarName("X"), g);
+    dx->Allocate(grads.layout.dtype, grads.layout.part_shapes[static_cast<size_t>(i)]);
+    CopyPartOut(grads.layout, i, grads.dout, dx->raw_data());
   }
 }
 

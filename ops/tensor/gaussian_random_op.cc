@@ -1,8 +1,7 @@
 // gaussian_random: Out = values drawn from a normal distribution N(mean, std^2).
-#include <cmath>
 #include <limits>
-#include <numbers>
 
+#include "ops/tensor/random_fill.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -17,29 +16,7 @@ void GaussianRandomShape(ShapeContext& ctx) {
   ctx.SetOutput("Out", shape, ParseDataType(ctx.Attr<std::string>("dtype")));
 }
 
-void GaussianRandomKernel(KernelContext& ctx) {
-  const Shape shape = ctx.Attr<std::vector<int64_t>>("shape");
-  const DataType dtype = ParseDataType(ctx.Attr<std::string>("dtype"));
-  const double mean = ctx.Attr<float>("mean");
-  const double stddev = ctx.Attr<float>("std");
-  RILL_CHECK(stddev >= 0, kInvalidArgument, "std must be >= 0, is ", stddev);
-  Tensor* out = ctx.Output("Out");
-  std::mt19937_64& rng = ctx.rng();
-  VisitFloatType(dtype, [&]<class T>() {
-    T* o = out->Allocate<T>(shape);
-    const int64_t n = out->numel();
-    // Box-Muller: two uniforms give two independent standard normals.
-    for (int64_t i = 0; i < n; i += 2) {
-      const double u1 =
-          static_cast<double>((rng() >> 11) + 1) * 0x1.0p-53;  // (0, 1]: log is finite
-      const double u2 = static_cast<double>(rng() >> 11) * 0x1.0p-53;
-      const double r = std::sqrt(-2.0 * std::log(u1));
-      const double angle = 2.0 * std::numbers::pi * u2;
-      o[i] = static_cast<T>(mean + stddev * r * std::cos(angle));
-      if (i + 1 < n) o[i + 1] = static_cast<T>(mean + stddev * r * std::sin(angle));
-    }
-  });
-}
+void GaussianRandomKernel(KernelContext& ctx) { FillGaussianRandom(ctx, ctx.Output("Out")); }
 
 }  // namespace
 

@@ -14,28 +14,11 @@ void ReshapeShape(ShapeContext& ctx) {
                 ctx.InputType("X"));
 }
 
-void ReshapeKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Shape shape = ResolveReshape(x.shape(), ctx.Attr<std::vector<int64_t>>("shape"));
-  *ctx.Output("Out") = x.Reshaped(shape);
-}
+void ReshapeKernel(KernelContext& ctx) { *ctx.Output("Out") = ReshapeView(ctx); }
 
 // X@GRAD = Out@GRAD viewed with X's shape; a missing Out@GRAD means zeros.
 void ReshapeGradKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const Shape shape = x.shape();
-  const DataType dtype = x.dtype();
-  Tensor* dx = ctx.Output("X@GRAD");
-  if (!ctx.InputReady("Out@GRAD")) {
-    dx->Allocate(dtype, shape);
-    dx->Fill(0);
-    return;
-  }
-  const Tensor& dout = ctx.Input("Out@GRAD");
-  RILL_CHECK(dout.numel() == NumElements(shape) && dout.dtype() == dtype, kInvalidArgument,
-             "Out@GRAD ", dout.Describe(), " does not match X ", x.Describe());
-  *dx = dout.Reshaped(shape);
+  if (Tensor* zeros = ReshapeGradOrZeros(ctx, Place::Cpu())) zeros->Fill(0);
 }
 
 void ReshapeGradShape(ShapeContext& ctx) {

@@ -1,11 +1,13 @@
 // CUDA kernels of concat, split, reshape and transpose and of their
 // gradients (transpose's gradient is a transpose): the CPU kernels' checks
-// made on the host (through shape_util.h where they share code), outputs
-// allocated on the op's device, work queued on the stream the executor is
-// launching on (CudaStream::Current()); device code in shape_cuda.cu. Every
-// data type the CPU kernels take is taken here: they move elements as bytes.
+// made on the host by the code the CPU kernels run (shape_util.h,
+// axis_layout.h), outputs allocated on the op's device, work queued on the
+// stream the executor is launching on (CudaStream::Current()); device code
+// in shape_cuda.cu. Every data type the CPU kernels take is taken here: they
+// move elements as bytes.
 #include <vector>
 
+#include "ops/tensor/axis_layout.h"
 #include "ops/tensor/shape_cuda.h"
 #include "ops/tensor/shape_util.h"
 #include "ops/tensor/tensor_cuda.h"
@@ -18,160 +20,82 @@ namespace {
 
 static_assert(cuda::kMaxTransposeDims == kMaxTransposeRank);
 
+// The device copies of the CPU's CopyPartIn and CopyPartOut (axis_layout.h),
+// queued on the current stream; `what` names the op in errors.
+void CopyPartInOnDevice(const AxisLayout& layout, int i, const void* part, void* joined,
+                        const char* what) {
+  const int64_t row = layout.part_rows[static_cast<size_t>(i)];
+  if (row <= 0 || layout.outer <= 0) return;
+  CheckCuda(cuda::CopyRows(static_cast<char*>(joined) + layout.part_offsets[static_cast<size_t>(i)],
+                           layout.joined_row, part, row, row, layout.outer, CudaStream::Current()),
+            what);
+}
+
+void CopyPartOutOnDevice(const AxisLayout& layout, int i, const void* joined, void* part,
+                         const char* what) {
+  const int64_t row = layout.part_rows[static_cast<size_t>(i)];
+  if (row <= 0 || layout.outer <= 0) return;
+  const char* src = joined == nullptr ? nullptr
+                                      : static_cast<const char*>(joined) +
+                                            layout.part_offsets[static_cast<size_t>(i)];
+  CheckCuda(
+      cuda::CopyRows(part, row, src, layout.joined_row, row, layout.outer, CudaStream::Current()),
+      what);
+}
+
 void ConcatCudaKernel(KernelContext& ctx) {
-  const int n = ctx.InputCount("X");
-  RILL_CHECK(n >= 1, kInvalidArgument, "concat needs at least one input");
-  const Tensor& first = ctx.Input("X", 0);
-  const int rank = first.rank();
-  const int axis = ConcatAxis(ctx.Attr<int>("axis"), rank);
-  const DataType dtype = first.dtype();
-  const int64_t elem = static_cast<int64_t>(SizeOf(dtype));
-  const Shape out_shape = ConcatOutShape(ctx, axis);
-  const int64_t outer = DimProduct(out_shape, 0, axis);
-  const int64_t out_row = DimProduct(out_shape, axis, rank) * elem;
+  const AxisLayout layout = ConcatLayoutOf(ctx);
   Tensor* out = ctx.Output("Out");
-  out->Allocate(dtype, out_shape, ctx.place());
-  char* dst = static_cast<char*>(out->raw_data());
-  int64_t offset = 0;
-  for (int i = 0; i < n; ++i) {
-    const Tensor& x = ctx.Input("X", i);
-    const int64_t row = DimProduct(x.shape(), axis, rank) * elem;
-    if (row == 0) continue;
-    CheckCuda(
-        cuda::CopyRows(dst + offset, out_row, x.raw_data(), row, row, outer, CudaStream::Current()),
-        "concat: copy");
-    offset += row;
+  out->Allocate(layout.dtype, layout.joined_shape, ctx.place());
+  for (int i = 0; i < layout.parts(); ++i) {
+    if (layout.part_rows[static_cast<size_t>(i)] == 0) continue;  // X may hold no memory
+    CopyPartInOnDevice(layout, i, ctx.Input("X", i).raw_data(), out->raw_data(), "concat: copy");
   }
 }
 
 // X@GRAD[i] = the slice of Out@GRAD that X[i] filled; zeros if Out@GRAD is missing.
 void ConcatGradCudaKernel(KernelContext& ctx) {
-  const int n = ctx.InputCount("X");
-  ConcatGradMatcher matcher(ctx.op(), n);
-  if (!matcher.any()) return;
-  const Tensor& first = ctx.Input("X", 0);
-  const int rank = first.rank();
-  const int axis = ConcatAxis(ctx.Attr<int>("axis"), rank);
-  const DataType dtype = first.dtype();
-  const int64_t elem = static_cast<int64_t>(SizeOf(dtype));
-  const int64_t outer = DimProduct(first.shape(), 0, axis);
-  int64_t out_row = 0;
-  for (int i = 0; i < n; ++i) out_row += DimProduct(ctx.Input("X", i).shape(), axis, rank) * elem;
-  const char* dout = nullptr;
-  if (ctx.InputReady("Out@GRAD")) {
-    const Tensor& g = ctx.Input("Out@GRAD");
-    RILL_CHECK(g.dtype() == dtype && g.numel() * elem == out_row * outer, kInvalidArgument,
-               "Out@GRAD ", g.Describe(), " does not match the inputs");
-    dout = static_cast<const char*>(g.raw_data());
-  }
-  int64_t offset = 0;
-  for (int i = 0; i < n; ++i) {
-    const Tensor& x = ctx.Input("X", i);
-    const int64_t row = DimProduct(x.shape(), axis, rank) * elem;
-    const int g = matcher.Next(i, ctx.InputName("X", i));
-    if (g >= 0) {
-      const Shape shape = x.shape();  // X@GRAD is never X, but copy before allocating anyway
-      Tensor* dx = ctx.Output(GradVarName("X"), g);
-      dx->Allocate(dtype, shape, ctx.place());
-      // No Out@GRAD: CopyRows writes zeros.
-      CheckCuda(cuda::CopyRows(dx->raw_data(), row, dout == nullptr ? nullptr : dout + offset,
-                               out_row, row, outer, CudaStream::Current()),
-                "concat_grad: copy");
-    }
-    offset += row;
+  const ConcatGrads grads = ReadConcatGrads(ctx);
+  for (int i = 0; i < grads.layout.parts(); ++i) {
+    if (grads.grad_index[static_cast<size_t>(i)] < 0) continue;
+    Tensor* dx = ctx.Output(GradVarName("X"), grads.grad_index[static_cast<size_t>(i)]);
+    dx->Allocate(grads.layout.dtype, grads.layout.part_shapes[static_cast<size_t>(i)], ctx.place());
+    CopyPartOutOnDevice(grads.layout, i, grads.dout, dx->raw_data(), "concat_grad: copy");
   }
 }
 
 void SplitCudaKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const int rank = x.rank();
-  const int axis = SplitAxis(ctx.Attr<int>("axis"), rank);
-  const int outputs = ctx.OutputCount("Out");
-  const std::vector<int64_t> sizes = SplitPartSizes(
-      x.dim(axis), ctx.Attr<int>("num"), ctx.Attr<std::vector<int64_t>>("sections"), outputs);
-  const DataType dtype = x.dtype();
-  const int64_t elem = static_cast<int64_t>(SizeOf(dtype));
-  const int64_t outer = DimProduct(x.shape(), 0, axis);
-  const int64_t inner = DimProduct(x.shape(), axis + 1, rank) * elem;
-  const int64_t x_row = x.dim(axis) * inner;
-  const char* src = static_cast<const char*>(x.raw_data());
-  Shape shape = x.shape();
-  int64_t offset = 0;
-  for (int k = 0; k < outputs; ++k) {
-    shape[axis] = sizes[static_cast<size_t>(k)];
-    const int64_t row = shape[axis] * inner;
+  const AxisLayout layout = SplitLayoutOf(ctx);
+  const void* x = ctx.Input("X").raw_data();
+  for (int k = 0; k < layout.parts(); ++k) {
     Tensor* out = ctx.Output("Out", k);
-    out->Allocate(dtype, shape, ctx.place());
-    CheckCuda(cuda::CopyRows(out->raw_data(), row, src + offset, x_row, row, outer,
-                             CudaStream::Current()),
-              "split: copy");
-    offset += row;
+    out->Allocate(layout.dtype, layout.part_shapes[static_cast<size_t>(k)], ctx.place());
+    CopyPartOutOnDevice(layout, k, x, out->raw_data(), "split: copy");
   }
 }
 
 // X@GRAD = the Out gradients joined along the axis; a missing one reads as zeros.
 void SplitGradCudaKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const int rank = x.rank();
-  const int axis = SplitAxis(ctx.Attr<int>("axis"), rank);
-  const int parts = ctx.InputCount("Out");
-  RILL_CHECK(parts >= 1, kInvalidArgument, "split_grad needs the forward Out variables");
-  const std::vector<int64_t> sizes = SplitPartSizes(
-      x.dim(axis), ctx.Attr<int>("num"), ctx.Attr<std::vector<int64_t>>("sections"), parts);
-  const DataType dtype = x.dtype();
-  const Shape shape = x.shape();
-  const int64_t elem = static_cast<int64_t>(SizeOf(dtype));
-  const int64_t outer = DimProduct(shape, 0, axis);
-  const int64_t inner = DimProduct(shape, axis + 1, rank) * elem;
-  const int64_t x_row = shape[axis] * inner;
+  const SplitGrads grads = ReadSplitGrads(ctx);
   Tensor* dx = ctx.Output("X@GRAD");
-  dx->Allocate(dtype, shape, ctx.place());
-  char* dst = static_cast<char*>(dx->raw_data());
-  SplitGradMatcher matcher(ctx);
-  int64_t offset = 0;
-  for (int k = 0; k < parts; ++k) {
-    const int64_t row = sizes[static_cast<size_t>(k)] * inner;
-    const int g = matcher.Next(k);
-    const void* src = nullptr;  // CopyRows writes zeros
-    if (g >= 0 && ctx.InputReady("Out@GRAD", g)) {
-      const Tensor& dout = ctx.Input("Out@GRAD", g);
-      RILL_CHECK(dout.dtype() == dtype && dout.numel() * elem == row * outer, kInvalidArgument,
-                 "Out@GRAD[", g, "] ", dout.Describe(), " does not match part ", k, " of X ",
-                 x.Describe());
-      src = dout.raw_data();
-    }
-    CheckCuda(cuda::CopyRows(dst + offset, x_row, src, row, row, outer, CudaStream::Current()),
-              "split_grad: copy");
-    offset += row;
+  dx->Allocate(grads.layout.dtype, grads.layout.joined_shape, ctx.place());
+  for (int k = 0; k < grads.layout.parts(); ++k) {
+    CopyPartInOnDevice(grads.layout, k, grads.dout[static_cast<size_t>(k)], dx->raw_data(),
+                       "split_grad: copy");
   }
 }
 
 // As the CPU kernel: Out shares X's memory, whichever place holds it.
-void ReshapeCudaKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Shape shape = ResolveReshape(x.shape(), ctx.Attr<std::vector<int64_t>>("shape"));
-  *ctx.Output("Out") = x.Reshaped(shape);
-}
+void ReshapeCudaKernel(KernelContext& ctx) { *ctx.Output("Out") = ReshapeView(ctx); }
 
 // X@GRAD = Out@GRAD viewed with X's shape (sharing its memory); a missing
 // Out@GRAD means zeros.
 void ReshapeGradCudaKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const Shape shape = x.shape();
-  const DataType dtype = x.dtype();
-  Tensor* dx = ctx.Output("X@GRAD");
-  if (!ctx.InputReady("Out@GRAD")) {
-    dx->Allocate(dtype, shape, ctx.place());
-    CheckCuda(cuda::Zero(dx->raw_data(), dx->bytes(), CudaStream::Current()),
-              "reshape_grad: cudaMemsetAsync");
-    return;
-  }
-  const Tensor& dout = ctx.Input("Out@GRAD");
-  RILL_CHECK(dout.numel() == NumElements(shape) && dout.dtype() == dtype, kInvalidArgument,
-             "Out@GRAD ", dout.Describe(), " does not match X ", x.Describe());
-  *dx = dout.Reshaped(shape);
+  Tensor* zeros = ReshapeGradOrZeros(ctx, ctx.place());
+  if (zeros == nullptr) return;
+  CheckCuda(cuda::Zero(zeros->raw_data(), zeros->bytes(), CudaStream::Current()),
+            "reshape_grad: cudaMemsetAsync");
 }
 
 void TransposeCudaKernel(KernelContext& ctx) {

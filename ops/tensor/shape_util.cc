@@ -131,6 +131,27 @@ Shape ResolveReshape(const Shape& in, const std::vector<int64_t>& spec) {
   return out;
 }
 
+Tensor ReshapeView(const KernelContext& ctx) {
+  const Tensor& x = ctx.Input("X");
+  return x.Reshaped(ResolveReshape(x.shape(), ctx.Attr<std::vector<int64_t>>("shape")));
+}
+
+Tensor* ReshapeGradOrZeros(KernelContext& ctx, Place place) {
+  if (!ctx.HasOutput("X@GRAD")) return nullptr;
+  const Tensor& x = ctx.Input("X");
+  const Shape shape = x.shape();
+  Tensor* dx = ctx.Output("X@GRAD");
+  if (!ctx.InputReady("Out@GRAD")) {
+    dx->Allocate(x.dtype(), shape, place);
+    return dx;
+  }
+  const Tensor& dout = ctx.Input("Out@GRAD");
+  RILL_CHECK(dout.numel() == NumElements(shape) && dout.dtype() == x.dtype(), kInvalidArgument,
+             "Out@GRAD ", dout.Describe(), " does not match X ", x.Describe());
+  *dx = dout.Reshaped(shape);
+  return nullptr;
+}
+
 std::vector<int64_t> SplitPartSizes(int64_t dim, int num, const std::vector<int64_t>& sections,
                                     int outputs) {
   if (!sections.empty()) {

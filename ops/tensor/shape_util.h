@@ -1,6 +1,7 @@
 // What the CPU kernels of concat, split, reshape and transpose and their CUDA
 // kernels (shape_op_cuda.cc) share: the attributes resolved against the
-// input's shape, and which gradient variable belongs to which forward one.
+// input's shape, reshape's views, and which gradient variable belongs to
+// which forward one.
 #pragma once
 
 #include <string>
@@ -31,6 +32,18 @@ void CheckPermutation(const std::vector<int64_t>& perm, size_t rank);
 // that index, one -1 is inferred from the element count. X may hold -1
 // (unknown) dims at build time; the result then holds -1 where it cannot be known.
 Shape ResolveReshape(const Shape& in, const std::vector<int64_t>& spec);
+
+// reshape's Out on every place: X viewed in the `shape` attribute resolved
+// against X's shape (ResolveReshape), sharing X's memory.
+Tensor ReshapeView(const KernelContext& ctx);
+
+// reshape_grad on every place, but for writing zeros: nothing without an
+// X@GRAD output; else X@GRAD = Out@GRAD viewed in X's shape (sharing its
+// memory), which must have X's element count and type (kInvalidArgument);
+// without Out@GRAD, X@GRAD allocated on `place` with X's shape and type and
+// returned, for the caller to fill with zeros. Null when there is nothing
+// to fill.
+Tensor* ReshapeGradOrZeros(KernelContext& ctx, Place place);
 
 // Sizes of split's parts along the axis: `num` equal ones or `sections` (one
 // may be -1: the rest), for `outputs` Out variables. `dim` is -1 when unknown

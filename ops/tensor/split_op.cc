@@ -1,8 +1,8 @@
 // split: Out = X cut into parts along `axis`, `num` equal ones or of the
 // sizes in `sections`. Its gradient joins the Out gradients back together.
-#include <cstring>
 #include <vector>
 
+#include "ops/tensor/axis_layout.h"
 #include "ops/tensor/shape_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
@@ -28,75 +28,23 @@ void SplitShape(ShapeContext& ctx) {
 }
 
 void SplitKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const int rank = x.rank();
-  const int axis = SplitAxis(ctx.Attr<int>("axis"), rank);
-  const int outputs = ctx.OutputCount("Out");
-  const std::vector<int64_t> sizes = SplitPartSizes(
-      x.dim(axis), ctx.Attr<int>("num"), ctx.Attr<std::vector<int64_t>>("sections"), outputs);
-  const DataType dtype = x.dtype();
-  const size_t elem = SizeOf(dtype);
-  const int64_t outer = DimProduct(x.shape(), 0, axis);
-  const size_t inner = static_cast<size_t>(DimProduct(x.shape(), axis + 1, rank)) * elem;
-  const size_t x_row = static_cast<size_t>(x.dim(axis)) * inner;
-  const char* src = static_cast<const char*>(x.raw_data());
-  Shape shape = x.shape();
-  size_t offset = 0;
-  for (int k = 0; k < outputs; ++k) {
-    shape[axis] = sizes[static_cast<size_t>(k)];
-    const size_t row = static_cast<size_t>(shape[axis]) * inner;
+  const AxisLayout layout = SplitLayoutOf(ctx);
+  const void* x = ctx.Input("X").raw_data();
+  for (int k = 0; k < layout.parts(); ++k) {
     Tensor* out = ctx.Output("Out", k);
-    out->Allocate(dtype, shape);
-    char* dst = static_cast<char*>(out->raw_data());
-    if (row > 0) {
-      for (int64_t o = 0; o < outer; ++o) std::memcpy(dst + o * row, src + o * x_row + offset, row);
-    }
-    offset += row;
+    out->Allocate(layout.dtype, layout.part_shapes[static_cast<size_t>(k)]);
+    CopyPartOut(layout, k, x, out->raw_data());
   }
 }
 
 // X@GRAD = the Out gradients joined along the axis; a missing one reads as zeros.
 void SplitGradKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const int rank = x.rank();
-  const int axis = SplitAxis(ctx.Attr<int>("axis"), rank);
-  const int parts = ctx.InputCount("Out");
-  RILL_CHECK(parts >= 1, kInvalidArgument, "split_grad needs the forward Out variables");
-  const std::vector<int64_t> sizes = SplitPartSizes(
-      x.dim(axis), ctx.Attr<int>("num"), ctx.Attr<std::vector<int64_t>>("sections"), parts);
-  const DataType dtype = x.dtype();
-  const Shape shape = x.shape();
-  const size_t elem = SizeOf(dtype);
-  const int64_t outer = DimProduct(shape, 0, axis);
-  const size_t inner = static_cast<size_t>(DimProduct(shape, axis + 1, rank)) * elem;
-  const size_t x_row = static_cast<size_t>(shape[axis]) * inner;
+  const SplitGrads grads = ReadSplitGrads(ctx);
   Tensor* dx = ctx.Output("X@GRAD");
-  dx->Allocate(dtype, shape);
-  char* dst = static_cast<char*>(dx->raw_data());
-  SplitGradMatcher matcher(ctx);
-  size_t offset = 0;
-  for (int k = 0; k < parts; ++k) {
-    const size_t row = static_cast<size_t>(sizes[static_cast<size_t>(k)]) * inner;
-    const int g = matcher.Next(k);
-    const char* src = nullptr;
-    if (g >= 0 && ctx.InputReady("Out@GRAD", g)) {
-      const Tensor& dout = ctx.Input("Out@GRAD", g);
-      RILL_CHECK(dout.dtype() == dtype && static_cast<size_t>(dout.numel()) * elem == row * outer,
-                 kInvalidArgument, "Out@GRAD[", g, "] ", dout.Describe(), " does not match part ",
-                 k, " of X ", x.Describe());
-      src = static_cast<const char*>(dout.raw_data());
-    }
-    if (row > 0) {
-      for (int64_t o = 0; o < outer; ++o) {
-        if (src != nullptr) {
-          std::memcpy(dst + o * x_row + offset, src + o * row, row);
-        } else {
-          std::memset(dst + o * x_row + offset, 0, row);
-        }
-      }
-    }
-    offset += row;
+  dx->Allocate(grads.layout.dtype, grads.layout.joined_shape);
+  for (int k = 0; k < grads.layout.parts(); ++k) {
+    CopyPartIn(grads.layout, k, grads.dout[static_cast<size_t>(k)], dx->raw_data());
   }
 }
 

@@ -23,7 +23,8 @@
 
 namespace rill::cuda {
 
-// The largest k the insertion scan takes (kInsertionMaxK in top_k_op.cc).
+// The largest k the insertion scan takes: rill::kTopKInsertionMaxK of
+// top_k_util.h (not includable here; top_k_op_cuda.cc asserts they agree).
 inline constexpr int64_t kTopKInsertionMaxK = 16;
 
 // values, indices [rows, k] = each row's k largest by the CPU's insertion

@@ -4,14 +4,12 @@
 #include <numeric>
 #include <vector>
 
+#include "ops/tensor/top_k_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
-
-// Rows with k up to this use an insertion scan, which needs no scratch memory.
-constexpr int64_t kInsertionMaxK = 16;
 
 void TopKShape(ShapeContext& ctx) {
   const Shape& x = ctx.InputShape("X");
@@ -29,7 +27,7 @@ void TopKShape(ShapeContext& ctx) {
 template <class T>
 void TopKRow(const T* x, int64_t c, int64_t k, T* values, int64_t* indices,
              std::vector<int64_t>* scratch) {
-  if (k <= kInsertionMaxK) {
+  if (k <= kTopKInsertionMaxK) {
     int64_t count = 0;
     for (int64_t j = 0; j < c; ++j) {
       const T v = x[j];
@@ -58,22 +56,17 @@ void TopKRow(const T* x, int64_t c, int64_t k, T* values, int64_t* indices,
 
 void TopKKernel(KernelContext& ctx) {
   const Tensor& x = ctx.Input("X");
-  const int64_t k = ctx.Attr<int>("k");
-  RILL_CHECK(x.rank() >= 1, kInvalidArgument, "X must have rank >= 1, is ", x.Describe());
-  const int64_t c = x.dim(x.rank() - 1);
-  RILL_CHECK(k >= 1 && k <= c, kInvalidArgument, "k (", k, ") must be in [1, ", c,
-             "], the last dim of X ", x.Describe());
-  Shape shape = x.shape();
-  shape.back() = k;
-  const int64_t rows = c == 0 ? 0 : x.numel() / c;
+  const TopKDims dims = TopKForwardDims(x, ctx.Attr<int>("k"));
+  const int64_t c = dims.cols;
+  const int64_t k = dims.k;
   Tensor* out = ctx.Output("Out");
   Tensor* indices = ctx.Output("Indices");
   VisitDataType(x.dtype(), [&]<class T>() {
     const T* in = x.data<T>();
-    T* values = out->Allocate<T>(shape);
-    int64_t* idx = indices->Allocate<int64_t>(shape);
+    T* values = out->Allocate<T>(dims.out_shape);
+    int64_t* idx = indices->Allocate<int64_t>(dims.out_shape);
     std::vector<int64_t> scratch;
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < dims.rows; ++r) {
       TopKRow(in + r * c, c, k, values + r * k, idx + r * k, &scratch);
     }
   });
@@ -82,34 +75,17 @@ void TopKKernel(KernelContext& ctx) {
 // X@GRAD is zero except at the picked positions, which get Out@GRAD.
 void TopKGradKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& indices = ctx.Input("Indices");
-  const Shape shape = x.shape();
-  const int64_t c = shape.empty() ? 1 : shape.back();
-  const int64_t k = indices.rank() == 0 ? 1 : indices.dim(indices.rank() - 1);
-  const int64_t rows = c == 0 ? 0 : x.numel() / c;
-  RILL_CHECK(indices.numel() == rows * k, kInvalidArgument, "Indices ", indices.Describe(),
-             " does not match X ", x.Describe());
-  const bool has_dout = ctx.InputReady("Out@GRAD");
-  Tensor* dx = ctx.Output("X@GRAD");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const int64_t* idx = indices.data<int64_t>();
-    const T* dout = nullptr;
-    if (has_dout) {
-      const Tensor& g = ctx.Input("Out@GRAD");
-      RILL_CHECK(g.numel() == rows * k, kInvalidArgument, "Out@GRAD ", g.Describe(),
-                 " does not match Indices ", indices.Describe());
-      dout = g.data<T>();
-    }
-    T* d = dx->Allocate<T>(shape);
-    std::fill(d, d + dx->numel(), T(0));
+  const TopKGradArgs a = ReadTopKGradArgs(ctx);
+  VisitFloatType(a.dtype, [&]<class T>() {
+    const T* dout = a.dout != nullptr ? a.dout->data<T>() : nullptr;
+    T* d = a.dx->Allocate<T>(a.shape);
+    std::fill(d, d + a.dx->numel(), T(0));
     if (dout == nullptr) return;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t j = 0; j < k; ++j) {
-        const int64_t i = idx[r * k + j];
-        RILL_CHECK(i >= 0 && i < c, kOutOfRange, "index ", i, " in row ", r, " is outside [0, ", c,
-                   ")");
-        d[r * c + i] += dout[r * k + j];
+    for (int64_t r = 0; r < a.rows; ++r) {
+      for (int64_t j = 0; j < a.k; ++j) {
+        const int64_t i = a.idx[r * a.k + j];
+        CheckTopKIndex(i, r, a.cols);
+        d[r * a.cols + i] += dout[r * a.k + j];
       }
     }
   });

@@ -10,6 +10,7 @@
 // device and throws the CPU kernel's error for the first one out of range.
 #include "ops/tensor/tensor_cuda.h"
 #include "ops/tensor/top_k_cuda.h"
+#include "ops/tensor/top_k_util.h"
 #include "runtime/device/cuda_stream.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
@@ -17,27 +18,25 @@
 namespace rill {
 namespace {
 
+static_assert(cuda::kTopKInsertionMaxK == kTopKInsertionMaxK);
+
 void TopKCudaKernel(KernelContext& ctx) {
   const Tensor& x = ctx.Input("X");
-  const int64_t k = ctx.Attr<int>("k");
-  RILL_CHECK(x.rank() >= 1, kInvalidArgument, "X must have rank >= 1, is ", x.Describe());
-  const int64_t c = x.dim(x.rank() - 1);
-  RILL_CHECK(k >= 1 && k <= c, kInvalidArgument, "k (", k, ") must be in [1, ", c,
-             "], the last dim of X ", x.Describe());
-  Shape shape = x.shape();
-  shape.back() = k;
-  const int64_t rows = c == 0 ? 0 : x.numel() / c;
+  const TopKDims dims = TopKForwardDims(x, ctx.Attr<int>("k"));
+  const int64_t rows = dims.rows;
+  const int64_t c = dims.cols;
+  const int64_t k = dims.k;
   Tensor* out = ctx.Output("Out");
   Tensor* indices = ctx.Output("Indices");
   const cudaStream_t stream = CudaStream::Current();
   VisitDataType(x.dtype(), [&]<class T>() {
     const T* in = x.data<T>();  // before Out is allocated
-    out->Allocate(DataTypeOf<T>(), shape, ctx.place());
-    indices->Allocate(DataType::kInt64, shape, ctx.place());
+    out->Allocate(DataTypeOf<T>(), dims.out_shape, ctx.place());
+    indices->Allocate(DataType::kInt64, dims.out_shape, ctx.place());
     T* values = out->mutable_data<T>();
     int64_t* idx = indices->mutable_data<int64_t>();
     if (rows == 0) return;
-    if (k <= cuda::kTopKInsertionMaxK) {
+    if (k <= kTopKInsertionMaxK) {
       cuda::TopKByInsertion(in, rows, c, k, values, idx, stream);
       CheckCuda(cudaGetLastError(), "top_k: kernel launch");
       return;
@@ -65,41 +64,24 @@ void CheckIndices(const Tensor& bad_position, const Tensor& indices, int64_t k, 
   int64_t i = 0;
   CheckCuda(cudaMemcpy(&i, indices.data<int64_t>() + at, sizeof(i), cudaMemcpyDeviceToHost),
             "top_k_grad: index copy");
-  RILL_CHECK(i >= 0 && i < c, kOutOfRange, "index ", i, " in row ", at / k, " is outside [0, ", c,
-             ")");
+  CheckTopKIndex(i, at / k, c);
 }
 
 // X@GRAD is zero except at the picked positions, which get Out@GRAD.
 void TopKGradCudaKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& indices = ctx.Input("Indices");
-  const Shape shape = x.shape();
-  const int64_t c = shape.empty() ? 1 : shape.back();
-  const int64_t k = indices.rank() == 0 ? 1 : indices.dim(indices.rank() - 1);
-  const int64_t rows = c == 0 ? 0 : x.numel() / c;
-  RILL_CHECK(indices.numel() == rows * k, kInvalidArgument, "Indices ", indices.Describe(),
-             " does not match X ", x.Describe());
-  const bool has_dout = ctx.InputReady("Out@GRAD");
-  Tensor* dx = ctx.Output("X@GRAD");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const int64_t* idx = indices.data<int64_t>();
-    const T* dout = nullptr;
-    if (has_dout) {
-      const Tensor& g = ctx.Input("Out@GRAD");
-      RILL_CHECK(g.numel() == rows * k, kInvalidArgument, "Out@GRAD ", g.Describe(),
-                 " does not match Indices ", indices.Describe());
-      dout = g.data<T>();
-    }
-    dx->Allocate(DataTypeOf<T>(), shape, ctx.place());
+  const TopKGradArgs a = ReadTopKGradArgs(ctx);
+  VisitFloatType(a.dtype, [&]<class T>() {
+    const T* dout = a.dout != nullptr ? a.dout->data<T>() : nullptr;
+    a.dx->Allocate(DataTypeOf<T>(), a.shape, ctx.place());
     const cudaStream_t stream = CudaStream::Current();
-    CheckCuda(cuda::Zero(dx->raw_data(), dx->bytes(), stream), "top_k_grad: cudaMemsetAsync");
+    CheckCuda(cuda::Zero(a.dx->raw_data(), a.dx->bytes(), stream), "top_k_grad: cudaMemsetAsync");
     if (dout == nullptr) return;
     Tensor bad_position(DataType::kInt64, {1}, ctx.place());
-    cuda::TopKGrad(idx, dout, dx->mutable_data<T>(), rows, c, k,
+    cuda::TopKGrad(a.idx, dout, a.dx->mutable_data<T>(), a.rows, a.cols, a.k,
                    bad_position.mutable_data<int64_t>(), stream);
     CheckCuda(cudaGetLastError(), "top_k_grad: kernel launch");
-    CheckIndices(bad_position, indices, k, c);
+    CheckIndices(bad_position, a.indices, a.k, a.cols);
   });
 }
 

@@ -1,6 +1,5 @@
 // uniform_random: Out = values drawn uniformly from [min, max).
-#include <cmath>
-
+#include "ops/tensor/random_fill.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -16,29 +15,7 @@ void UniformRandomShape(ShapeContext& ctx) {
   ctx.SetOutput("Out", shape, ParseDataType(ctx.Attr<std::string>("dtype")));
 }
 
-void UniformRandomKernel(KernelContext& ctx) {
-  const Shape shape = ctx.Attr<std::vector<int64_t>>("shape");
-  const DataType dtype = ParseDataType(ctx.Attr<std::string>("dtype"));
-  const double lo = ctx.Attr<float>("min");
-  const double hi = ctx.Attr<float>("max");
-  RILL_CHECK(lo <= hi, kInvalidArgument, "min (", lo, ") must not exceed max (", hi, ")");
-  Tensor* out = ctx.Output("Out");
-  std::mt19937_64& rng = ctx.rng();
-  VisitFloatType(dtype, [&]<class T>() {
-    T* o = out->Allocate<T>(shape);
-    const int64_t n = out->numel();
-    const T top = static_cast<T>(hi);
-    const T below_top = std::nextafter(top, static_cast<T>(lo));
-    for (int64_t i = 0; i < n; ++i) {
-      // The top 53 bits of a draw, scaled to [0, 1).
-      const double u = static_cast<double>(rng() >> 11) * 0x1.0p-53;
-      T v = static_cast<T>(lo + (hi - lo) * u);
-      // Rounding to T may land on max itself; keep the interval half-open.
-      if (v >= top && lo < hi) v = below_top;
-      o[i] = v;
-    }
-  });
-}
+void UniformRandomKernel(KernelContext& ctx) { FillUniformRandom(ctx, ctx.Output("Out")); }
 
 }  // namespace
 

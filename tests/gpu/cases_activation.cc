@@ -5,20 +5,6 @@
 
 namespace rill {
 
-proto::Attr FloatAttr(const std::string& name, float value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_f(value);
-  return attr;
-}
-
-proto::Attr IntAttr(const std::string& name, int64_t value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_i(value);
-  return attr;
-}
-
 std::vector<Case> ActivationCases() {
   using testing::RandomTensor;
   const Tensor x = RandomTensor({37, 129}, 1, -1, 1, DataType::kFloat32);

@@ -34,13 +34,6 @@ namespace {
 using Attrs = std::vector<std::pair<std::string, proto::Attr>>;
 using testing::RandomTensor;
 
-proto::Attr IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
-  proto::Attr attr;
-  attr.set_name(name);
-  for (int64_t v : values) attr.mutable_ints()->add_values(v);
-  return attr;
-}
-
 struct ConvSpec {
   Shape input;   // [N, C, H, W]
   Shape filter;  // [M, C / groups, kh, kw]

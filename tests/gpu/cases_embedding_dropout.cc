@@ -44,20 +44,6 @@ using Attrs = std::vector<std::pair<std::string, proto::Attr>>;
 using testing::MakeTensor;
 using testing::RandomTensor;
 
-proto::Attr BoolAttr(const std::string& name, bool value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_b(value);
-  return attr;
-}
-
-proto::Attr StringAttr(const std::string& name, const std::string& value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_s(value);
-  return attr;
-}
-
 // n ids in [0, rows) as a [n, 1] tensor (or [n] when flat), repeating: every
 // row is picked about n / rows times, in no particular order.
 Tensor Ids(int64_t n, int64_t rows, uint64_t salt, bool flat = false) {

@@ -33,13 +33,6 @@ using Attrs = std::vector<std::pair<std::string, proto::Attr>>;
 
 constexpr double kUlps = 64;
 
-proto::Attr BoolAttr(const std::string& name, bool value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_b(value);
-  return attr;
-}
-
 // The tolerance for sums of k terms of at most 1 in `dtype`.
 double SumTolerance(DataType dtype, int64_t k) {
   const double eps = dtype == DataType::kFloat32 ? std::ldexp(1.0, -23) : std::ldexp(1.0, -52);

@@ -13,13 +13,6 @@
 namespace rill {
 namespace {
 
-proto::Attr OptimizerBoolAttr(const std::string& name, bool value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_b(value);
-  return attr;
-}
-
 Tensor Scalar32(float value) { return testing::MakeTensor<float>({1}, {value}); }
 Tensor Scalar64(double value) { return testing::MakeTensor<double>({1}, {value}); }
 
@@ -82,7 +75,7 @@ std::vector<Case> OptimizerCases() {
        {"ParamOut", "VelocityOut"},
        kAtol32,
        kRtol32,
-       {{"mu", FloatAttr("mu", 0.95f)}, {"use_nesterov", OptimizerBoolAttr("use_nesterov", true)}}},
+       {{"mu", FloatAttr("mu", 0.95f)}, {"use_nesterov", BoolAttr("use_nesterov", true)}}},
       {"momentum",
        {{"Param", p64}, {"Grad", g64}, {"Velocity", v64}, {"LearningRate", Scalar32(0.001f)}},
        {"ParamOut", "VelocityOut"},
@@ -93,7 +86,7 @@ std::vector<Case> OptimizerCases() {
        {"ParamOut", "VelocityOut"},
        kAtol64,
        kRtol64,
-       {{"mu", FloatAttr("mu", 0.8f)}, {"use_nesterov", OptimizerBoolAttr("use_nesterov", true)}}},
+       {{"mu", FloatAttr("mu", 0.8f)}, {"use_nesterov", BoolAttr("use_nesterov", true)}}},
       // adam: defaults at step 3 (float32 powers), then other betas and
       // epsilon with float64 powers and LearningRate, then mixed types.
       {"adam",

@@ -29,27 +29,6 @@ namespace {
 using Attrs = std::vector<std::pair<std::string, proto::Attr>>;
 using testing::RandomTensor;
 
-proto::Attr IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
-  proto::Attr attr;
-  attr.set_name(name);
-  for (int64_t v : values) attr.mutable_ints()->add_values(v);
-  return attr;
-}
-
-proto::Attr BoolAttr(const std::string& name, bool value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_b(value);
-  return attr;
-}
-
-proto::Attr StringAttr(const std::string& name, const std::string& value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_s(value);
-  return attr;
-}
-
 struct PoolSpec {
   Shape x;  // [N, C, H, W]
   std::string type;

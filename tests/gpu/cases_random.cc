@@ -16,20 +16,6 @@
 namespace rill {
 namespace {
 
-proto::Attr RandomShapeAttr(const std::vector<int64_t>& shape) {
-  proto::Attr attr;
-  attr.set_name("shape");
-  for (int64_t d : shape) attr.mutable_ints()->add_values(d);
-  return attr;
-}
-
-proto::Attr RandomDtypeAttr(const std::string& dtype) {
-  proto::Attr attr;
-  attr.set_name("dtype");
-  attr.set_s(dtype);
-  return attr;
-}
-
 Case Uniform(const std::vector<int64_t>& shape, const std::string& dtype, float min, float max,
              int64_t seed) {
   return {"uniform_random",
@@ -37,8 +23,8 @@ Case Uniform(const std::vector<int64_t>& shape, const std::string& dtype, float 
           {"Out"},
           0,
           0,
-          {{"shape", RandomShapeAttr(shape)},
-           {"dtype", RandomDtypeAttr(dtype)},
+          {{"shape", IntsAttr("shape", shape)},
+           {"dtype", StringAttr("dtype", dtype)},
            {"min", FloatAttr("min", min)},
            {"max", FloatAttr("max", max)},
            {"seed", IntAttr("seed", seed)}}};
@@ -51,8 +37,8 @@ Case Gaussian(const std::vector<int64_t>& shape, const std::string& dtype, float
           {"Out"},
           0,
           0,
-          {{"shape", RandomShapeAttr(shape)},
-           {"dtype", RandomDtypeAttr(dtype)},
+          {{"shape", IntsAttr("shape", shape)},
+           {"dtype", StringAttr("dtype", dtype)},
            {"mean", FloatAttr("mean", mean)},
            {"std", FloatAttr("std", std)},
            {"seed", IntAttr("seed", seed)}}};
@@ -71,8 +57,8 @@ std::vector<Case> RandomCases() {
       Uniform({0, 3}, "float32", -1, 1, 3),
       Uniform({1100, 1000}, "float32", 0, 1, 11),
       Uniform({4096}, "float32", 1.0f, 1.0000001f, 5),
-      Uniform({64}, "float64", 2, 2, 5),                                            // min == max
-      {"uniform_random", {}, {"Out"}, 0, 0, {{"shape", RandomShapeAttr({3, 4})}}},  // defaults
+      Uniform({64}, "float64", 2, 2, 5),                                              // min == max
+      {"uniform_random", {}, {"Out"}, 0, 0, {{"shape", IntsAttr("shape", {3, 4})}}},  // defaults
       // gaussian_random: an odd count (the last pair's second value
       // dropped), an even one, std 0, both types, an empty shape, a big one.
       Gaussian({37, 129}, "float32", 0, 1, 7),
@@ -81,7 +67,7 @@ std::vector<Case> RandomCases() {
       Gaussian({8}, "float64", 0, 0, 2),
       Gaussian({0}, "float32", 0, 1, 3),
       Gaussian({1100, 1000}, "float32", 0, 0.02f, 13),
-      {"gaussian_random", {}, {"Out"}, 0, 0, {{"shape", RandomShapeAttr({5})}}},  // defaults
+      {"gaussian_random", {}, {"Out"}, 0, 0, {{"shape", IntsAttr("shape", {5})}}},  // defaults
   };
 }
 

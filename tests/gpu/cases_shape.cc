@@ -22,14 +22,6 @@ using testing::RandomTensor;
 constexpr DataType f32 = DataType::kFloat32;
 constexpr DataType f64 = DataType::kFloat64;
 
-proto::Attr IntsAttr(const std::string& name, const std::vector<int64_t>& values) {
-  proto::Attr attr;
-  attr.set_name(name);
-  auto* ints = attr.mutable_ints();  // set even when empty
-  for (int64_t v : values) ints->add_values(v);
-  return attr;
-}
-
 // Integers of `dtype` (int32 or int64) counting up from `first`, in `shape`.
 Tensor Counting(const Shape& shape, DataType dtype, int64_t first) {
   Tensor t(dtype, shape);

@@ -29,19 +29,12 @@
 namespace rill {
 namespace {
 
-proto::Attr SoftLabelAttr(bool value) {
-  proto::Attr attr;
-  attr.set_name("soft_label");
-  attr.set_b(value);
-  return attr;
-}
-
 std::vector<std::pair<std::string, proto::Attr>> Soft() {
-  return {{"soft_label", SoftLabelAttr(true)}};
+  return {{"soft_label", BoolAttr("soft_label", true)}};
 }
 
 std::vector<std::pair<std::string, proto::Attr>> Hard() {
-  return {{"soft_label", SoftLabelAttr(false)}};
+  return {{"soft_label", BoolAttr("soft_label", false)}};
 }
 
 // Hard labels [rows, 1] spread over [0, cols).

@@ -7,28 +7,14 @@
 namespace rill {
 namespace {
 
-proto::Attr TensorIntsAttr(const std::string& name, const std::vector<int64_t>& values) {
-  proto::Attr attr;
-  attr.set_name(name);
-  for (int64_t v : values) attr.mutable_ints()->add_values(v);
-  return attr;
-}
-
-proto::Attr TensorStringAttr(const std::string& name, const std::string& value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_s(value);
-  return attr;
-}
-
 Case FillConstant(const std::vector<int64_t>& shape, const std::string& dtype, float value) {
   return {"fill_constant",
           {},
           {"Out"},
           0,
           0,
-          {{"shape", TensorIntsAttr("shape", shape)},
-           {"dtype", TensorStringAttr("dtype", dtype)},
+          {{"shape", IntsAttr("shape", shape)},
+           {"dtype", StringAttr("dtype", dtype)},
            {"value", FloatAttr("value", value)}}};
 }
 
@@ -58,7 +44,7 @@ std::vector<Case> TensorCases() {
        {"Out"},
        0,
        0,
-       {{"shape", TensorIntsAttr("shape", {3, 2})}}},  // defaults: float32 zeros
+       {{"shape", IntsAttr("shape", {3, 2})}}},  // defaults: float32 zeros
   };
   for (const Tensor& x : {x32, x64, i32, i64, empty, big}) {
     cases.push_back({"fill_zeros_like", {{"X", x}}, {"Out"}, 0, 0});

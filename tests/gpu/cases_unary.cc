@@ -4,16 +4,7 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
-namespace {
-
-proto::Attr BoolAttr(const std::string& name, bool value) {
-  proto::Attr attr;
-  attr.set_name(name);
-  attr.set_b(value);
-  return attr;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::vector<Case> UnaryCases() {
   using testing::RandomTensor;

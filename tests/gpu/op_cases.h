@@ -31,9 +31,12 @@ struct Case {
 // Case::outputs, then the names in Case::output_lists.
 std::vector<std::string> OutputVariables(const Case& c);
 
-// A float attribute named `name`, for Case::attrs.
+// Attributes named `name`, for Case::attrs (case_attrs.cc).
 proto::Attr FloatAttr(const std::string& name, float value);
 proto::Attr IntAttr(const std::string& name, int64_t value);
+proto::Attr IntsAttr(const std::string& name, const std::vector<int64_t>& values);
+proto::Attr BoolAttr(const std::string& name, bool value);
+proto::Attr StringAttr(const std::string& name, const std::string& value);
 
 std::vector<Case> ActivationCases();        // cases_activation.cc
 std::vector<Case> UnaryCases();             // cases_unary.cc
