@@ -184,7 +184,9 @@ void ActorGraph::MergeOnNccl(Task* task, const Collective& c, Slot& slot, uint32
   const int n = places();
   const bool traced = slot.traced;
   if (traced) slot.collective_issue_ns[static_cast<size_t>(c.order)] = TraceRecorder::Now();
-  auto& [raw_bytes, merged_bytes] = slot.collective_bytes[static_cast<size_t>(c.order)];
+  // Plain references: clang before 16 cannot capture structured bindings.
+  int64_t& raw_bytes = slot.collective_bytes[static_cast<size_t>(c.order)].first;
+  int64_t& merged_bytes = slot.collective_bytes[static_cast<size_t>(c.order)].second;
   raw_bytes = merged_bytes = 0;
   if (!slot.cancelled.load(std::memory_order_relaxed)) {
     RunOrFail(slot, c.node, [&] {

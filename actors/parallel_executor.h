@@ -21,6 +21,13 @@
 // values (losses) averaged weighted by each place's rows, anything else is
 // place 0's (see MergeFor).
 //
+// Device places ("acpu:i", "cuda:i"): ops are launched on device streams with
+// events between them (DependencyWait). On CUDA places the scope's
+// parameters move to the device on the first run (read them back with
+// Tensor::CopyTo), feeds are copied there through pinned buffers on the
+// place's copy stream, fetches come back in host memory, and several CUDA
+// places merge gradients with grouped NCCL allreduces (allreduce only).
+//
 // The graph is built and its actors spawned once, in the constructor.
 // Run/RunAsync may be called from any thread; a failed iteration throws (or
 // stores in the future) an Error naming block, op, type and place, and the

@@ -18,7 +18,9 @@ set(RILL_PUBLIC_HEADERS
     actors/input_pipeline.h actors/iteration_stats.h actors/op_actor.h
     actors/parallel_executor.h actors/place_io.h actors/runtime.h actors/select.h
     actors/pserver.h actors/trace_recorder.h actors/trainer_client.h actors/wait_group.h
-    actors/wire.h runtime/transpiler.h
+    actors/wire.h actors/network.h actors/unique_id_exchange.h runtime/transpiler.h
+    runtime/device/device.h runtime/device/device_memory.h runtime/device/device_stream.h
+    runtime/device/nccl_communicators.h
     runtime/backward.h runtime/builder.h runtime/data_type.h runtime/error.h runtime/executor.h
     runtime/gradient_compression.h
     runtime/graph/data_parallel.h runtime/graph/ssa_graph.h runtime/io/checkpoint.h
