@@ -385,6 +385,9 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void EndAsyncOp(Task* task, Slot& slot, uint32_t generation, bool traced, int64_t began,
                   std::exception_ptr error);
   void MergeSparse(const Collective& c, size_t member, Slot& slot);
+  // Member m's dense gradient on place 0, after checking that every place
+  // holds one of the same shape and type (the error names the member and place).
+  const Tensor& CheckGradientsAlike(const Collective& c, size_t m, const Slot& slot) const;
   // Whether member m of a collective is quantized this iteration (decided at issue).
   bool Compresses(const Variable& gradient) const;
   // Place p's residual of member m (sized `elements`, zeros when new or

@@ -124,15 +124,12 @@ void ActorGraph::MergeCompressed(const Collective& c, size_t m, Variable* const*
 
 void ActorGraph::IssueCollective(Task* task, Slot& slot, uint32_t generation) {
   const Collective& c = collectives_[nodes_[task->node].collective];
-  if (slot.backward_pending.load(std::memory_order_relaxed) > 0 && nccl_) {
-    slot.overlapped.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (nccl_) return MergeOnNccl(task, c, slot, generation);
-  if (!device_streams_.empty()) WaitForGradients(c, slot);
-  if (slot.traced) TraceChunkMessages(c, slot);
+  if (!nccl_ && !device_streams_.empty()) WaitForGradients(c, slot);
   if (slot.backward_pending.load(std::memory_order_relaxed) > 0) {
     slot.overlapped.fetch_add(1, std::memory_order_relaxed);
   }
+  if (nccl_) return MergeOnNccl(task, c, slot, generation);
+  if (slot.traced) TraceChunkMessages(c, slot);
   const int n = places();
   const auto& vars = slot.collective_vars[c.order];
   auto& sparse = slot.collective_sparse[c.order];
@@ -180,6 +177,24 @@ void ActorGraph::SubmitChunkInOrder(Slot& slot, int place, int order, Task* chun
   streams_[chunk->stream]->SubmitUrgent(chunk);
 }
 
+const Tensor& ActorGraph::CheckGradientsAlike(const Collective& c, size_t m,
+                                              const Slot& slot) const {
+  const int n = places();
+  const auto& vars = slot.collective_vars[c.order];
+  const Tensor& first = vars[m * (n + 1)]->tensor();
+  RILL_CHECK(first.initialized(), kInvalidArgument, "gradient \"", c.members[m],
+             "\" holds no value on place 0");
+  for (int q = 1; q < n; ++q) {
+    const Tensor& other = vars[m * (n + 1) + q]->tensor();
+    RILL_CHECK(
+        other.initialized() && other.shape() == first.shape() && other.dtype() == first.dtype(),
+        kInvalidArgument, "gradient \"", c.members[m], "\" is ",
+        other.initialized() ? other.Describe() : std::string("empty"), " on place ", q, " but ",
+        first.Describe(), " on place 0");
+  }
+  return first;
+}
+
 // Place chunk->place's part of a merge: every place's values of its range,
 // summed in place order (compressed contributions quantized first).
 void ActorGraph::ReduceChunk(Task* chunk, Slot& slot) {
@@ -196,17 +211,7 @@ void ActorGraph::ReduceChunk(Task* chunk, Slot& slot) {
         sizes.push_back(0);
         continue;
       }
-      const Tensor& first = vars[m * (n + 1)]->tensor();
-      RILL_CHECK(first.initialized(), kInvalidArgument, "gradient \"", c.members[m],
-                 "\" holds no value on place 0");
-      for (int q = 1; q < n; ++q) {
-        const Tensor& other = vars[m * (n + 1) + q]->tensor();
-        RILL_CHECK(
-            other.initialized() && other.shape() == first.shape() && other.dtype() == first.dtype(),
-            kInvalidArgument, "gradient \"", c.members[m], "\" is ",
-            other.initialized() ? other.Describe() : std::string("empty"), " on place ", q, " but ",
-            first.Describe(), " on place 0");
-      }
+      const Tensor& first = CheckGradientsAlike(c, m, slot);
       sizes.push_back(first.numel());
       total += first.numel();
     }

@@ -198,16 +198,9 @@ void ActorGraph::MergeOnNccl(Task* task, const Collective& c, Slot& slot, uint32
         const Variable& first = *vars[m * (n + 1)];
         RILL_CHECK(!first.holds_selected_rows(), kUnimplemented, "gradient \"", c.members[m],
                    "\" holds selected rows: CUDA places merge dense gradients only (NCCL)");
-        const Tensor& t0 = first.tensor();
-        RILL_CHECK(t0.initialized(), kInvalidArgument, "gradient \"", c.members[m],
-                   "\" holds no value on place 0");
+        const Tensor& t0 = CheckGradientsAlike(c, m, slot);
         for (int q = 0; q < n; ++q) {
-          Tensor* t = vars[m * (n + 1) + q]->mutable_tensor();
-          RILL_CHECK(t->initialized() && t->shape() == t0.shape() && t->dtype() == t0.dtype(),
-                     kInvalidArgument, "gradient \"", c.members[m], "\" is ",
-                     t->initialized() ? t->Describe() : std::string("empty"), " on place ", q,
-                     " but ", t0.Describe(), " on place 0");
-          buffers[m].push_back(t->raw_data());
+          buffers[m].push_back(vars[m * (n + 1) + q]->mutable_tensor()->raw_data());
         }
         counts.push_back(t0.numel());
         dtypes.push_back(t0.dtype());
