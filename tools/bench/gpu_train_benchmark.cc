@@ -21,7 +21,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -30,6 +29,7 @@
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
 #include "tools/bench/random_batches.h"
+#include "tools/rill/flags.h"
 #include "tools/rill/models.h"
 
 using namespace rill;
@@ -41,15 +41,6 @@ struct Result {
   double first_loss = 0;  // of the first warm-up step
   double last_loss = 0;   // of the last timed step
 };
-
-std::vector<std::string> SplitList(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream in(text);
-  for (std::string item; std::getline(in, item, ',');) {
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
-}
 
 Result Measure(const Place& place, const std::string& model_name, int batch, double seconds) {
   Program main, startup;
@@ -67,7 +58,7 @@ Result Measure(const Place& place, const std::string& model_name, int batch, dou
   const auto batches = bench::RandomBatches(model, batch, kBatches);
   auto step = [&](int64_t i) {
     const auto out = exe.Run(batches[static_cast<size_t>(i % kBatches)], {model.loss.name});
-    return out.at(0).CopyTo(Place::Cpu()).GetAsDouble(0);  // the loss, on the host
+    return out.at(0).GetAsDouble(0);  // fetches come back in host memory
   };
   Result r;
   r.first_loss = step(0);
@@ -88,8 +79,8 @@ Result Measure(const Place& place, const std::string& model_name, int batch, dou
 int main(int argc, char** argv) {
   const std::string place_text = argc > 1 ? argv[1] : "cuda:0";
   const double seconds = argc > 2 ? std::atof(argv[2]) : 3.0;
-  const std::vector<std::string> models = SplitList(argc > 3 ? argv[3] : "mlp,cnn");
-  const std::vector<std::string> batches = SplitList(argc > 4 ? argv[4] : "64,256");
+  const std::vector<std::string> models = cli::SplitCommas(argc > 3 ? argv[3] : "mlp,cnn");
+  const std::vector<std::string> batches = cli::SplitCommas(argc > 4 ? argv[4] : "64,256");
   Place place;
   try {
     place = Place::Parse(place_text);
