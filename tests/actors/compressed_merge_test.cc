@@ -14,22 +14,18 @@
 #include "runtime/gradient_compression.h"
 #include "runtime/optimizer.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
 
+using testing::CyclicLabels;
 using testing::RandomTensor;
 constexpr DataType kF32 = DataType::kFloat32;
 
-Tensor Labels(int64_t batch, int step, int classes) {
-  Tensor y(DataType::kInt64, {batch, 1});
-  for (int64_t i = 0; i < batch; ++i) y.mutable_data<int64_t>()[i] = (i * 3 + step) % classes;
-  return y;
-}
-
 FeedList Feeds(int step, int64_t batch) {
   return {{"x", RandomTensor({batch, 40}, 900 + step, -1, 1, kF32)},
-          {"label", Labels(batch, step, 6)}};
+          {"label", CyclicLabels(batch, step, 6)}};
 }
 
 // x[40] -> fc 64 relu -> fc 6: weights of 2,560 and 384 elements.
@@ -224,7 +220,7 @@ TEST(CompressedMergeTest, SelectedRowsAreCompressedByValueAndKeepTheirRows) {
     Tensor id(DataType::kInt64, {4, 1});
     for (int64_t i = 0; i < 4; ++i)
       id.mutable_data<int64_t>()[i] = std::vector<int64_t>{7, 3, 7, 40}[i];
-    exe.Run({{"ids", id}, {"label", Labels(4, 0, 3)}}, {loss.name});
+    exe.Run({{"ids", id}, {"label", CyclicLabels(4, 0, 3)}}, {loss.name});
     *table = scope.GetTensor("embedding_0.w").Clone();
     *stats = exe.last_stats();
     for (int64_t row = 0; row < 50; ++row) {

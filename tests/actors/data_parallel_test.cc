@@ -12,14 +12,16 @@
 #include "runtime/builder.h"
 #include "runtime/executor.h"
 #include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 #include "runtime/op_desc.h"
+#include "runtime/op_registry.h"
 #include "runtime/optimizer.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
 
+using testing::CyclicLabels;
 using testing::RandomTensor;
 constexpr DataType kF64 = DataType::kFloat64;
 
@@ -29,12 +31,6 @@ struct Model {
   std::function<Var(Builder&)> build;  // returns the loss
   std::function<FeedList(int step, int64_t batch)> feeds;
 };
-
-Tensor Labels(int64_t batch, int step, int classes) {
-  Tensor y(DataType::kInt64, {batch, 1});
-  for (int64_t i = 0; i < batch; ++i) y.mutable_data<int64_t>()[i] = (i * 3 + step) % classes;
-  return y;
-}
 
 Model Mlp() {
   return {"mlp",
@@ -46,7 +42,7 @@ Model Mlp() {
           },
           [](int step, int64_t batch) {
             return FeedList{{"x", RandomTensor({batch, 10}, 500 + step)},
-                            {"label", Labels(batch, step, 4)}};
+                            {"label", CyclicLabels(batch, step, 4)}};
           }};
 }
 
@@ -60,7 +56,7 @@ Model Cnn() {
           },
           [](int step, int64_t batch) {
             return FeedList{{"image", RandomTensor({batch, 1, 6, 6}, 700 + step)},
-                            {"label", Labels(batch, step, 5)}};
+                            {"label", CyclicLabels(batch, step, 5)}};
           }};
 }
 
@@ -74,8 +70,9 @@ Model Embedding(bool sparse = false) {
           },
           [](int step, int64_t batch) {
             Tensor ids(DataType::kInt64, {batch, 1});
-            for (int64_t i = 0; i < batch; ++i) ids.mutable_data<int64_t>()[i] = (i * 7 + step) % 20;
-            return FeedList{{"ids", ids}, {"label", Labels(batch, step, 3)}};
+            for (int64_t i = 0; i < batch; ++i)
+              ids.mutable_data<int64_t>()[i] = (i * 7 + step) % 20;
+            return FeedList{{"ids", ids}, {"label", CyclicLabels(batch, step, 3)}};
           }};
 }
 
@@ -193,11 +190,12 @@ TEST(DataParallelEdgeTest, SparseEmbeddingGradientsAreSelectedRowsAndTouchOnlyTh
   const Tensor before = scope.GetTensor("embedding_0.w").Clone();
   ParallelExecutor exe(main.desc(), {Place::Cpu(), Place::Cpu()}, &scope);
   Tensor ids = testing::MakeTensor<int64_t>({4, 1}, {2, 5, 2, 9});
-  exe.Run({{"ids", ids}, {"label", Labels(4, 0, 3)}}, {loss.name});
+  exe.Run({{"ids", ids}, {"label", CyclicLabels(4, 0, 3)}}, {loss.name});
   const Tensor& after = scope.GetTensor("embedding_0.w");
   for (int64_t row = 0; row < 20; ++row) {
     bool changed = false;
-    for (int64_t j = 0; j < 6; ++j) changed |= after.GetAsDouble(row * 6 + j) != before.GetAsDouble(row * 6 + j);
+    for (int64_t j = 0; j < 6; ++j)
+      changed |= after.GetAsDouble(row * 6 + j) != before.GetAsDouble(row * 6 + j);
     EXPECT_EQ(changed, row == 2 || row == 5 || row == 9) << "row " << row;
   }
 }
@@ -233,15 +231,14 @@ RILL_REGISTER_OP(test_non_negative_copy, OpSchema("test_non_negative_copy")
 void NonNegativeCopyGradKernel(KernelContext& ctx) {
   ctx.Output("X@GRAD")->CopyFrom(ctx.Input("Out@GRAD"));
 }
-RILL_REGISTER_OP(test_non_negative_copy_grad,
-                 OpSchema("test_non_negative_copy_grad")
-                     .Doc("X@GRAD = Out@GRAD.")
-                     .Input("X", "forward X")
-                     .Input("Out", "forward Out", kOptional)
-                     .Input("Out@GRAD", "gradient of Out")
-                     .Output("X@GRAD", "gradient of X", kOptional)
-                     .InferShape(SameShapeAs("X", "X@GRAD"))
-                     .CpuKernel(NonNegativeCopyGradKernel));
+RILL_REGISTER_OP(test_non_negative_copy_grad, OpSchema("test_non_negative_copy_grad")
+                                                  .Doc("X@GRAD = Out@GRAD.")
+                                                  .Input("X", "forward X")
+                                                  .Input("Out", "forward Out", kOptional)
+                                                  .Input("Out@GRAD", "gradient of Out")
+                                                  .Output("X@GRAD", "gradient of X", kOptional)
+                                                  .InferShape(SameShapeAs("X", "X@GRAD"))
+                                                  .CpuKernel(NonNegativeCopyGradKernel));
 
 TEST(DataParallelEdgeTest, AFailingPlaceFailsTheStepAndTheNextStepWorks) {
   Program main, startup;
@@ -260,15 +257,15 @@ TEST(DataParallelEdgeTest, AFailingPlaceFailsTheStepAndTheNextStepWorks) {
   Tensor bad = RandomTensor({4, 4}, 9, 0, 1);
   bad.mutable_data<double>()[13] = -1;  // row 3: place 1's slice
   try {
-    exe.Run({{"x", bad}, {"label", Labels(4, 0, 3)}}, {loss.name});
+    exe.Run({{"x", bad}, {"label", CyclicLabels(4, 0, 3)}}, {loss.name});
     FAIL() << "expected the place's error";
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("test_non_negative_copy"), std::string::npos) << what;
     EXPECT_NE(what.find("place 1"), std::string::npos) << what;
   }
-  const auto out = exe.Run({{"x", RandomTensor({4, 4}, 10, 0, 1)}, {"label", Labels(4, 1, 3)}},
-                           {loss.name});
+  const auto out = exe.Run(
+      {{"x", RandomTensor({4, 4}, 10, 0, 1)}, {"label", CyclicLabels(4, 1, 3)}}, {loss.name});
   EXPECT_TRUE(std::isfinite(out[0].GetAsDouble(0)));
 }
 
@@ -304,8 +301,7 @@ TEST(DataParallelEdgeTest, FetchesAreMerged) {
   EXPECT_EQ(exe.MergeFor(total.name), FetchMerge::kMean);
   Tensor in = testing::MakeTensor<double>({5, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
   const auto out = exe.Run({{"x", in}}, {doubled.name, total.name});
-  EXPECT_EQ(testing::ToDoubles(out[0]),
-            (std::vector<double>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
+  EXPECT_EQ(testing::ToDoubles(out[0]), (std::vector<double>{2, 4, 6, 8, 10, 12, 14, 16, 18, 20}));
   EXPECT_DOUBLE_EQ(out[1].GetAsDouble(0), 11.0);  // the mean over all 5 rows
 }
 

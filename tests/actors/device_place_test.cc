@@ -8,7 +8,6 @@
 // the place, and the next iteration works.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <string>
 
 #include "actors/parallel_executor.h"
@@ -17,17 +16,14 @@
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
 
+using testing::CyclicLabels;
+using testing::ExpectBitEqual;
 using testing::RandomTensor;
-
-Tensor Labels(int64_t batch, int step, int classes) {
-  Tensor y(DataType::kInt64, {batch, 1});
-  for (int64_t i = 0; i < batch; ++i) y.mutable_data<int64_t>()[i] = (i * 3 + step) % classes;
-  return y;
-}
 
 struct Config {
   std::vector<Place> places;
@@ -63,23 +59,13 @@ std::vector<Tensor> Train(const Config& setup) {
   for (int step = 0; step < 12; ++step) {
     const Tensor x_value =
         RandomTensor({16, 20}, 300 + static_cast<uint64_t>(step), -1, 1, DataType::kFloat32);
-    exe.Run({{"x", x_value}, {"label", Labels(16, step, 5)}}, {loss.name});
+    exe.Run({{"x", x_value}, {"label", CyclicLabels(16, step, 5)}}, {loss.name});
   }
   std::vector<Tensor> params;
   for (const auto& var : main.desc().blocks(0).vars()) {
     if (var.parameter()) params.push_back(scope.GetTensor(var.name()).Clone());
   }
   return params;
-}
-
-void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got,
-                    const std::string& what) {
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(want[i].bytes(), got[i].bytes());
-    EXPECT_EQ(std::memcmp(want[i].raw_data(), got[i].raw_data(), want[i].bytes()), 0)
-        << what << ": parameter " << i << " differs";
-  }
 }
 
 const std::vector<Place> kCpu2 = {Place::Cpu(), Place::Cpu()};
@@ -157,7 +143,7 @@ TEST(DevicePlaceTest, AKernelFailingOnADeviceStreamFailsItsIterationOnly) {
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
   ParallelExecutor exe(main.desc(), kAsync2, &scope, strategy);
-  Tensor bad = Labels(4, 0, 3);
+  Tensor bad = CyclicLabels(4, 0, 3);
   bad.mutable_data<int64_t>()[3] = 7;  // out of range, in place 1's rows
   const Tensor x_value = RandomTensor({4, 4}, 9, -1, 1, DataType::kFloat32);
   try {
@@ -168,7 +154,7 @@ TEST(DevicePlaceTest, AKernelFailingOnADeviceStreamFailsItsIterationOnly) {
     EXPECT_NE(what.find("softmax_with_cross_entropy"), std::string::npos) << what;
     EXPECT_NE(what.find("acpu:1"), std::string::npos) << what;
   }
-  const auto out = exe.Run({{"x", x_value}, {"label", Labels(4, 1, 3)}}, {loss.name});
+  const auto out = exe.Run({{"x", x_value}, {"label", CyclicLabels(4, 1, 3)}}, {loss.name});
   EXPECT_TRUE(std::isfinite(out[0].GetAsDouble(0)));
 }
 

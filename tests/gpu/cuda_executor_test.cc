@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -21,10 +20,13 @@
 #include "runtime/executor.h"
 #include "runtime/optimizer.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
 
+using testing::CyclicLabels;
+using testing::ExpectBitEqual;
 using testing::RandomTensor;
 
 #define RILL_SKIP_WITHOUT_CUDA(devices)                                                           \
@@ -35,12 +37,6 @@ using testing::RandomTensor;
       GTEST_SKIP() << "needs " << (devices) << " CUDA device(s), found " << found << ": " << why; \
     }                                                                                             \
   } while (0)
-
-Tensor Labels(int64_t batch, int step, int classes) {
-  Tensor y(DataType::kInt64, {batch, 1});
-  for (int64_t i = 0; i < batch; ++i) y.mutable_data<int64_t>()[i] = (i * 3 + step) % classes;
-  return y;
-}
 
 struct Config {
   std::vector<Place> places;
@@ -84,7 +80,7 @@ Trained Train(const Config& setup) {
     const Shape shape = setup.cnn ? Shape{16, 1, 12, 12} : Shape{16, 20};
     const Tensor x =
         RandomTensor(shape, 300 + static_cast<uint64_t>(step), -1, 1, DataType::kFloat32);
-    const auto fetched = exe.Run({{"x", x}, {"label", Labels(16, step, 5)}}, {loss.name});
+    const auto fetched = exe.Run({{"x", x}, {"label", CyclicLabels(16, step, 5)}}, {loss.name});
     out.losses.push_back(fetched[0].GetAsDouble(0));  // fetches come back in host memory
     if (cuda && step == 2) out.memory_after_3 = GetDeviceMemoryStats(setup.places[0]);
   }
@@ -106,16 +102,6 @@ void ExpectClose(const std::vector<Tensor>& want, const std::vector<Tensor>& got
       ASSERT_LE(std::fabs(a - b), atol + rtol * std::fabs(a))
           << what << ": parameter " << i << "[" << j << "] cpu " << a << ", cuda " << b;
     }
-  }
-}
-
-void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got,
-                    const std::string& what) {
-  ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) {
-    ASSERT_EQ(want[i].bytes(), got[i].bytes());
-    EXPECT_EQ(std::memcmp(want[i].raw_data(), got[i].raw_data(), want[i].bytes()), 0)
-        << what << ": parameter " << i << " differs";
   }
 }
 

@@ -1,0 +1,25 @@
+#include "tests/testing/training.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace rill::testing {
+
+Tensor CyclicLabels(int64_t batch, int step, int classes) {
+  Tensor y(DataType::kInt64, {batch, 1});
+  for (int64_t i = 0; i < batch; ++i) y.mutable_data<int64_t>()[i] = (i * 3 + step) % classes;
+  return y;
+}
+
+void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got,
+                    const std::string& what) {
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(want[i].bytes(), got[i].bytes());
+    EXPECT_EQ(std::memcmp(want[i].raw_data(), got[i].raw_data(), want[i].bytes()), 0)
+        << what << ": parameter " << i << " differs";
+  }
+}
+
+}  // namespace rill::testing

@@ -1,0 +1,21 @@
+// Helpers of the tests that train a model on several executors or places and
+// compare the parameters they end with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "runtime/tensor.h"
+
+namespace rill::testing {
+
+// int64 labels [batch, 1] that cycle through the classes: (3 i + step) % classes.
+Tensor CyclicLabels(int64_t batch, int step, int classes);
+
+// EXPECTs want[i] and got[i] to hold the same bytes (host memory), naming
+// `what` and the parameter index on a difference.
+void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got,
+                    const std::string& what);
+
+}  // namespace rill::testing
