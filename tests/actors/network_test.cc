@@ -3,11 +3,7 @@
 // connecting where nothing listens fails in bounded time naming the endpoint.
 #include "actors/network.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -20,6 +16,7 @@
 #include "actors/wire.h"
 #include "actors/wire_atom.h"
 #include "runtime/error.h"
+#include "tests/testing/ports.h"
 
 namespace rill {
 namespace {
@@ -40,20 +37,6 @@ class EchoServer : public caf::event_based_actor {
     }};
   }
 };
-
-// A loopback port where nothing listens (bound once, then closed).
-uint16_t ClosedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  close(fd);
-  return ntohs(address.sin_port);
-}
 
 void ExpectError(const std::function<void()>& call, ErrorCode code, const std::string& part) {
   try {
@@ -125,7 +108,7 @@ TEST(NetworkTest, WireBytesTravelBetweenTwoActorSystems) {
 
 TEST(NetworkTest, ConnectingWhereNothingListensFailsInBoundedTime) {
   Runtime client(2, 1, /*network=*/true);
-  const uint16_t port = ClosedPort();
+  const uint16_t port = testing::ClosedLoopbackPort();
   const auto start = std::chrono::steady_clock::now();
   ExpectError(
       [&] {

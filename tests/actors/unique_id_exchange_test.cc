@@ -3,11 +3,7 @@
 // not there, and a node asking twice or out of range fail clearly and in time.
 #include "actors/unique_id_exchange.h"
 
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -22,6 +18,7 @@
 
 #include "actors/runtime.h"
 #include "runtime/error.h"
+#include "tests/testing/ports.h"
 
 namespace rill {
 namespace {
@@ -38,20 +35,6 @@ std::string RandomId(uint32_t seed) {
   for (char& c : id) c = static_cast<char>(random() & 0xff);
   id[0] = id[64] = '\0';
   return id;
-}
-
-// A loopback port where nothing listens (bound once, then closed).
-uint16_t ClosedPort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  EXPECT_GE(fd, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  EXPECT_EQ(getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length), 0);
-  close(fd);
-  return ntohs(address.sin_port);
 }
 
 void ExpectError(const std::function<void()>& call, ErrorCode code,
@@ -142,7 +125,7 @@ TEST(UniqueIdExchangeTest, ANodeThatNeverComesTimesTheServerOut) {
 
 TEST(UniqueIdExchangeTest, FetchingWhereNobodyServesFailsInTime) {
   Runtime node1(1, 1, true);
-  const Endpoint nobody{"127.0.0.1", ClosedPort()};
+  const Endpoint nobody{"127.0.0.1", testing::ClosedLoopbackPort()};
   const auto start = Clock::now();
   ExpectError([&] { FetchUniqueId(node1.system(), nobody, 1, 300ms); }, ErrorCode::kUnavailable,
               {"node 1 fetching the unique id",
@@ -183,7 +166,7 @@ TEST(UniqueIdExchangeTest, DuplicateAndOutOfRangeNodesAreRefused) {
   const std::string id = RandomId(9);
   Server server(id, 3, 5s);
   Runtime node1(1, 1, true), intruder(1, 1, true), node2(1, 1, true);
-  testing::internal::CaptureStderr();
+  ::testing::internal::CaptureStderr();
   EXPECT_EQ(FetchUniqueId(node1.system(), server.endpoint(), 1, 2s), id);
   const std::string where = StrCat("the unique id server at ", server.endpoint().ToString());
   ExpectError([&] { FetchUniqueId(intruder.system(), server.endpoint(), 1, 2s); },
@@ -210,7 +193,7 @@ TEST(UniqueIdExchangeTest, DuplicateAndOutOfRangeNodesAreRefused) {
   EXPECT_EQ(server.done().wait_for(0ms), std::future_status::timeout) << "served without node 2";
   EXPECT_EQ(FetchUniqueId(node2.system(), server.endpoint(), 2, 2s), id);
   server.Wait();
-  const std::string log = testing::internal::GetCapturedStderr();
+  const std::string log = ::testing::internal::GetCapturedStderr();
   for (const char* line : {"refused a request for node 1: node 1 asked for the unique id before",
                            "refused a request for node 3", "refused a request for node 99",
                            "refused a request for node 0", "refused a request for node -1"}) {
