@@ -13,64 +13,26 @@
 namespace rill {
 namespace {
 
-// Out = X op Y, Y broadcast against X at `axis`. Pointers are read before Out
-// is allocated: Out may be X (in-place update).
+// Out = X op Y, Y broadcast against X at `axis` (ElementwiseForwardFrame).
 void ForwardCuda(KernelContext& ctx, cuda::BinaryOp op, const char* what) {
-  const Tensor& x_t = ctx.Input("X");
-  const Tensor& y_t = ctx.Input("Y");
-  RILL_CHECK(x_t.dtype() == y_t.dtype(), kInvalidArgument, "X is ", x_t.Describe(), " but Y is ",
-             y_t.Describe(), ": types differ");
-  const BroadcastSplit s = SplitForBroadcast(x_t.shape(), y_t.shape(), ctx.Attr<int>("axis"));
-  Tensor* out_t = ctx.Output("Out");
-  VisitFloatType(x_t.dtype(), [&]<class T>() {
-    const T* x = x_t.data<T>();
-    const T* y = y_t.data<T>();
-    const Shape shape = x_t.shape();
-    out_t->Allocate(DataTypeOf<T>(), shape, ctx.place());
-    cuda::BinaryForward(op, x, y, out_t->mutable_data<T>(), s.pre, s.n, s.post,
-                        CudaStream::Current());
-  });
+  ElementwiseForwardFrame(
+      ctx, ctx.place(), [&]<class T>(const T* x, const T* y, T* out, const BroadcastSplit& s) {
+        cuda::BinaryForward(op, x, y, out, s.pre, s.n, s.post, CudaStream::Current());
+      });
   CheckCuda(cudaGetLastError(), what);
 }
 
 // X@GRAD elementwise, then Y@GRAD summed over the broadcast dims (two launches
-// on one stream, in the CPU's order). A missing Out@GRAD means zeros; an
-// unbound gradient output is not computed.
+// on one stream, in the CPU's order; ElementwiseBackwardFrame). A missing
+// Out@GRAD means zeros; an unbound gradient output is not computed.
 void BackwardCuda(KernelContext& ctx, cuda::BinaryOp op, const char* what) {
-  const bool want_dx = ctx.HasOutput("X@GRAD");
-  const bool want_dy = ctx.HasOutput("Y@GRAD");
-  if (!want_dx && !want_dy) return;
-  const Tensor& x_t = ctx.Input("X");
-  const Tensor& y_t = ctx.Input("Y");
-  const bool has_dout = ctx.InputReady("Out@GRAD");
-  const BroadcastSplit s = SplitForBroadcast(x_t.shape(), y_t.shape(), ctx.Attr<int>("axis"));
-  if (has_dout) {
-    const Tensor& d = ctx.Input("Out@GRAD");
-    RILL_CHECK(d.shape() == x_t.shape() && d.dtype() == x_t.dtype(), kInvalidArgument,
-               "Out@GRAD is ", d.Describe(), " but X is ", x_t.Describe());
-  }
-  VisitFloatType(x_t.dtype(), [&]<class T>() {
-    const T* x = x_t.data<T>();
-    const T* y = y_t.data<T>();
-    const T* dout = has_dout ? ctx.Input("Out@GRAD").data<T>() : nullptr;
-    const Shape x_shape = x_t.shape();
-    const Shape y_shape = y_t.shape();
-    T* dx = nullptr;
-    T* dy = nullptr;
-    if (want_dx) {
-      Tensor* t = ctx.Output("X@GRAD");
-      t->Allocate(DataTypeOf<T>(), x_shape, ctx.place());
-      dx = t->mutable_data<T>();
-    }
-    if (want_dy) {
-      Tensor* t = ctx.Output("Y@GRAD");
-      t->Allocate(DataTypeOf<T>(), y_shape, ctx.place());
-      dy = t->mutable_data<T>();
-    }
-    const cudaStream_t stream = CudaStream::Current();
-    if (dx) cuda::BinaryGradX(op, x, y, dout, dx, s.pre, s.n, s.post, stream);
-    if (dy) cuda::BinaryGradY(op, x, y, dout, dy, s.pre, s.n, s.post, stream);
-  });
+  ElementwiseBackwardFrame(
+      ctx, ctx.place(),
+      [&]<class T>(const T* x, const T* y, const T* dout, T* dx, T* dy, const BroadcastSplit& s) {
+        const cudaStream_t stream = CudaStream::Current();
+        if (dx) cuda::BinaryGradX(op, x, y, dout, dx, s.pre, s.n, s.post, stream);
+        if (dy) cuda::BinaryGradY(op, x, y, dout, dy, s.pre, s.n, s.post, stream);
+      });
   CheckCuda(cudaGetLastError(), what);
 }
 

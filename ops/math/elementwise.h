@@ -47,9 +47,13 @@ void ForEachBroadcastElement(const BroadcastSplit& s, Body body) {
   }
 }
 
-// The forward op: Out = f(X, Y). f(x, y) is a generic lambda.
-template <class F>
-void ElementwiseForward(KernelContext& ctx, F f) {
+// The forward op's frame, shared by the CPU kernels (ElementwiseForward) and
+// the CUDA ones (binary_op_cuda.cc): checks X and Y (one type; Y broadcasts
+// against X at `axis`), allocates Out with X's shape on `place` and calls
+// body(x, y, out, split) with pointers of X's type. X's and Y's pointers are
+// read before Out is allocated: Out may be X (in-place update).
+template <class Body>
+void ElementwiseForwardFrame(KernelContext& ctx, Place place, Body body) {
   const Tensor& x_t = ctx.Input("X");
   const Tensor& y_t = ctx.Input("Y");
   RILL_CHECK(x_t.dtype() == y_t.dtype(), kInvalidArgument, "X is ", x_t.Describe(), " but Y is ",
@@ -57,20 +61,31 @@ void ElementwiseForward(KernelContext& ctx, F f) {
   const BroadcastSplit s = SplitForBroadcast(x_t.shape(), y_t.shape(), ctx.Attr<int>("axis"));
   Tensor* out_t = ctx.Output("Out");
   VisitFloatType(x_t.dtype(), [&]<class T>() {
-    // Read pointers first: Out may be the same variable as X (in-place update).
     const T* x = x_t.data<T>();
     const T* y = y_t.data<T>();
     const Shape shape = x_t.shape();
-    T* out = out_t->Allocate<T>(shape);
-    ForEachBroadcastElement(s, [&](int64_t e, int64_t j) { out[e] = f(x[e], y[j]); });
+    out_t->Allocate(DataTypeOf<T>(), shape, place);
+    body(x, y, out_t->mutable_data<T>(), s);
   });
 }
 
-// The gradient op: X@GRAD = dx(x, y, dout) elementwise and Y@GRAD = the sum
-// of dy(x, y, dout) over the dims Y was broadcast along. A missing Out@GRAD
-// means zero; a gradient output the op does not bind is not computed.
-template <class DX, class DY>
-void ElementwiseBackward(KernelContext& ctx, DX dx_fn, DY dy_fn) {
+// The forward op: Out = f(X, Y). f(x, y) is a generic lambda.
+template <class F>
+void ElementwiseForward(KernelContext& ctx, F f) {
+  ElementwiseForwardFrame(
+      ctx, Place::Cpu(), [&]<class T>(const T* x, const T* y, T* out, const BroadcastSplit& s) {
+        ForEachBroadcastElement(s, [&](int64_t e, int64_t j) { out[e] = f(x[e], y[j]); });
+      });
+}
+
+// The gradient op's frame, shared by the CPU kernels (ElementwiseBackward) and
+// the CUDA ones: checks X, Y and Out@GRAD (which must be X's shape and type
+// when there), allocates on `place` the gradient outputs the op binds
+// (X@GRAD, then Y@GRAD) and calls body(x, y, dout, dx, dy, split) with
+// pointers of X's type: dout null when Out@GRAD is missing (zero), dx or dy
+// null when that output is not bound. Nothing when neither is.
+template <class Body>
+void ElementwiseBackwardFrame(KernelContext& ctx, Place place, Body body) {
   const bool want_dx = ctx.HasOutput("X@GRAD");
   const bool want_dy = ctx.HasOutput("Y@GRAD");
   if (!want_dx && !want_dy) return;
@@ -89,22 +104,39 @@ void ElementwiseBackward(KernelContext& ctx, DX dx_fn, DY dy_fn) {
     const T* dout = has_dout ? ctx.Input("Out@GRAD").data<T>() : nullptr;
     const Shape x_shape = x_t.shape();
     const Shape y_shape = y_t.shape();
-    T* dx = want_dx ? ctx.Output("X@GRAD")->Allocate<T>(x_shape) : nullptr;
-    T* dy = want_dy ? ctx.Output("Y@GRAD")->Allocate<T>(y_shape) : nullptr;
-    if (dy) std::fill(dy, dy + s.n, T(0));
-    if (!dout) {
-      if (dx) std::fill(dx, dx + s.pre * s.n * s.post, T(0));
-      return;
-    }
-    if (dx) {
-      ForEachBroadcastElement(
-          s, [&](int64_t e, int64_t j) { dx[e] = dx_fn(x[e], y[j], dout[e]); });
-    }
-    if (dy) {
-      ForEachBroadcastElement(
-          s, [&](int64_t e, int64_t j) { dy[j] += dy_fn(x[e], y[j], dout[e]); });
-    }
+    auto allocate = [&](const char* slot, const Shape& shape) {
+      Tensor* t = ctx.Output(slot);
+      t->Allocate(DataTypeOf<T>(), shape, place);
+      return t->mutable_data<T>();
+    };
+    T* dx = want_dx ? allocate("X@GRAD", x_shape) : nullptr;
+    T* dy = want_dy ? allocate("Y@GRAD", y_shape) : nullptr;
+    body(x, y, dout, dx, dy, s);
   });
+}
+
+// The gradient op: X@GRAD = dx(x, y, dout) elementwise and Y@GRAD = the sum
+// of dy(x, y, dout) over the dims Y was broadcast along. A missing Out@GRAD
+// means zero; a gradient output the op does not bind is not computed.
+template <class DX, class DY>
+void ElementwiseBackward(KernelContext& ctx, DX dx_fn, DY dy_fn) {
+  ElementwiseBackwardFrame(
+      ctx, Place::Cpu(),
+      [&]<class T>(const T* x, const T* y, const T* dout, T* dx, T* dy, const BroadcastSplit& s) {
+        if (dy) std::fill(dy, dy + s.n, T(0));
+        if (!dout) {
+          if (dx) std::fill(dx, dx + s.pre * s.n * s.post, T(0));
+          return;
+        }
+        if (dx) {
+          ForEachBroadcastElement(
+              s, [&](int64_t e, int64_t j) { dx[e] = dx_fn(x[e], y[j], dout[e]); });
+        }
+        if (dy) {
+          ForEachBroadcastElement(
+              s, [&](int64_t e, int64_t j) { dy[j] += dy_fn(x[e], y[j], dout[e]); });
+        }
+      });
 }
 
 // Schemas of a binary elementwise op and of its gradient op "<type>_grad".

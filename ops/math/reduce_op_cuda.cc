@@ -3,11 +3,12 @@
 // (CudaStream::Current()); device code in reduce_cuda.cu. The checks, their
 // order and their messages follow the CPU kernels (reduce_to_one.h's, made by
 // reduce_to_one_cuda.h, for mean and mean_grad: float32 and float64 only;
-// sum_op.cc: every data type).
+// sum_op.cc, through sum.h: every data type).
 #include <vector>
 
 #include "ops/math/reduce_cuda.h"
 #include "ops/math/reduce_to_one_cuda.h"
+#include "ops/math/sum.h"
 #include "runtime/device/cuda_stream.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
@@ -34,29 +35,11 @@ void MeanGradCudaKernel(KernelContext& ctx) {
 
 // Out = X[0] + X[1] + ...; Out may be one of the inputs (accumulates in place).
 void SumCudaKernel(KernelContext& ctx) {
-  const int count = ctx.InputCount("X");
-  const Tensor& first = ctx.Input("X", 0);
-  for (int i = 1; i < count; ++i) {
-    const Tensor& x = ctx.Input("X", i);
-    RILL_CHECK(x.shape() == first.shape() && x.dtype() == first.dtype(), kInvalidArgument, "input ",
-               i, " (", ctx.InputName("X", i), ") is ", x.Describe(), " but input 0 (",
-               ctx.InputName("X", 0), ") is ", first.Describe());
-  }
-  Tensor* out_t = ctx.Output("Out");
-  VisitDataType(first.dtype(), [&]<class T>() {
-    // Read every input pointer before Out is allocated: Out may be one of them.
-    std::vector<const T*> xs;
-    for (int i = 0; i < count; ++i) xs.push_back(ctx.Input("X", i).data<T>());
-    const Shape shape = first.shape();
-    const int64_t n = first.numel();
-    out_t->Allocate(DataTypeOf<T>(), shape, ctx.place());
-    T* out = out_t->mutable_data<T>();
-    int in_place = -1;  // the input that Out is, if any (pointers compared, never read)
-    for (int i = 0; i < count; ++i) {
-      if (xs[i] == out) in_place = i;
-    }
-    cuda::Sum(xs.data(), count, in_place, out, n, CudaStream::Current());
-  });
+  SumFrame(ctx, ctx.place(),
+           [&]<class T>(const std::vector<const T*>& xs, int in_place, T* out, int64_t n) {
+             cuda::Sum(xs.data(), static_cast<int>(xs.size()), in_place, out, n,
+                       CudaStream::Current());
+           });
   CheckCuda(cudaGetLastError(), "sum: kernel launch");
 }
 

@@ -1,4 +1,5 @@
 // scale: Out = scale * X + bias (bias_after_scale) or scale * (X + bias).
+#include "ops/math/scale.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -7,17 +8,15 @@ namespace {
 
 void ScaleKernel(KernelContext& ctx) {
   const Tensor& x = ctx.Input("X");
-  const float scale = ctx.Attr<float>("scale");
-  const float bias = ctx.Attr<float>("bias");
-  const bool after = ctx.Attr<bool>("bias_after_scale");
+  const ScaleAttrs a = ReadScaleAttrs(ctx);
   Tensor* out = ctx.Output("Out");
   VisitFloatType(x.dtype(), [&]<class T>() {
     const T* in = x.data<T>();
     T* o = out->Allocate<T>(x.shape());
-    const T s = static_cast<T>(scale);
-    const T b = static_cast<T>(bias);
+    const T s = static_cast<T>(a.scale);
+    const T b = static_cast<T>(a.bias);
     const int64_t n = x.numel();
-    if (after) {
+    if (a.bias_after_scale) {
       for (int64_t i = 0; i < n; ++i) o[i] = s * in[i] + b;
     } else {
       for (int64_t i = 0; i < n; ++i) o[i] = s * (in[i] + b);

@@ -3,6 +3,7 @@
 // in place.
 #include <vector>
 
+#include "ops/math/sum.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -10,35 +11,18 @@ namespace rill {
 namespace {
 
 void SumKernel(KernelContext& ctx) {
-  const int count = ctx.InputCount("X");
-  const Tensor& first = ctx.Input("X", 0);
-  for (int i = 1; i < count; ++i) {
-    const Tensor& x = ctx.Input("X", i);
-    RILL_CHECK(x.shape() == first.shape() && x.dtype() == first.dtype(), kInvalidArgument,
-               "input ", i, " (", ctx.InputName("X", i), ") is ", x.Describe(), " but input 0 (",
-               ctx.InputName("X", 0), ") is ", first.Describe());
-  }
-  Tensor* out_t = ctx.Output("Out");
-  VisitDataType(first.dtype(), [&]<class T>() {
-    // Read every input pointer before Out is allocated: Out may be one of them.
-    std::vector<const T*> xs;
-    for (int i = 0; i < count; ++i) xs.push_back(ctx.Input("X", i).data<T>());
-    const Shape shape = first.shape();
-    const int64_t n = first.numel();
-    T* out = out_t->Allocate<T>(shape);
-    int in_place = -1;  // the input that Out is, if any: accumulate into it
-    for (int i = 0; i < count; ++i) {
-      if (xs[i] == out) in_place = i;
-    }
-    if (in_place < 0) {
-      for (int64_t e = 0; e < n; ++e) out[e] = xs[0][e];
-    }
-    for (int i = 0; i < count; ++i) {
-      if (i == in_place || (in_place < 0 && i == 0)) continue;
-      const T* x = xs[i];
-      for (int64_t e = 0; e < n; ++e) out[e] += x[e];
-    }
-  });
+  SumFrame(ctx, Place::Cpu(),
+           [&]<class T>(const std::vector<const T*>& xs, int in_place, T* out, int64_t n) {
+             // Out is one of the inputs (in_place >= 0): accumulate into it.
+             if (in_place < 0) {
+               for (int64_t e = 0; e < n; ++e) out[e] = xs[0][e];
+             }
+             for (int i = 0; i < static_cast<int>(xs.size()); ++i) {
+               if (i == in_place || (in_place < 0 && i == 0)) continue;
+               const T* x = xs[i];
+               for (int64_t e = 0; e < n; ++e) out[e] += x[e];
+             }
+           });
 }
 
 void SumShape(ShapeContext& ctx) {
@@ -47,9 +31,9 @@ void SumShape(ShapeContext& ctx) {
   const Shape& first = ctx.InputShape("X", 0);
   for (int i = 1; i < count; ++i) {
     const Shape& s = ctx.InputShape("X", i);
-    ctx.Check(ShapesCompatible(first, s), "input ", i, " (", ctx.InputName("X", i),
-              ") has shape ", ShapeToString(s), " but input 0 (", ctx.InputName("X", 0),
-              ") has shape ", ShapeToString(first));
+    ctx.Check(ShapesCompatible(first, s), "input ", i, " (", ctx.InputName("X", i), ") has shape ",
+              ShapeToString(s), " but input 0 (", ctx.InputName("X", 0), ") has shape ",
+              ShapeToString(first));
     ctx.Check(ctx.InputType("X", i) == ctx.InputType("X", 0), "input ", i, " (",
               ctx.InputName("X", i), ") is ", DataTypeName(ctx.InputType("X", i)),
               " but input 0 is ", DataTypeName(ctx.InputType("X", 0)));

@@ -1,5 +1,6 @@
 // accuracy: the fraction of rows whose label is among their top-k predicted
 // indices (as produced by top_k). Not differentiable.
+#include "ops/nn/softmax_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -7,21 +8,11 @@ namespace rill {
 namespace {
 
 void AccuracyKernel(KernelContext& ctx) {
-  const Tensor& out = ctx.Input("Out");
-  const Tensor& indices = ctx.Input("Indices");
-  const Tensor& label = ctx.Input("Label");
-  RILL_CHECK(indices.rank() == 2, kInvalidArgument, "Indices must be [N, k], is ",
-             indices.Describe());
-  RILL_CHECK(out.shape() == indices.shape(), kInvalidArgument, "Out has shape ",
-             ShapeToString(out.shape()), " but Indices has shape ", ShapeToString(indices.shape()));
-  const int64_t rows = indices.dim(0);
-  const int64_t k = indices.dim(1);
-  const bool label_ok =
-      (label.rank() == 1 || (label.rank() == 2 && label.dim(1) == 1)) && label.dim(0) == rows;
-  RILL_CHECK(label_ok, kInvalidArgument, "Label has shape ", ShapeToString(label.shape()),
-             ", want [", rows, ", 1] to match Indices ", ShapeToString(indices.shape()));
-  const int64_t* idx = indices.data<int64_t>();
-  const int64_t* lab = label.data<int64_t>();
+  const AccuracyInputs args = ReadAccuracyInputs(ctx);
+  const int64_t rows = args.rows;
+  const int64_t k = args.k;
+  const int64_t* idx = args.indices.data<int64_t>();
+  const int64_t* lab = args.label.data<int64_t>();
   int64_t correct = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t* row = idx + r * k;

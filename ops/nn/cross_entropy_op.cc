@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/nn/softmax_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -15,32 +16,19 @@ namespace {
 template <class T>
 constexpr T kMinProbability = T(1e-20);
 
-// Checks Label against X at run time (declared shapes leave the batch unknown).
-void CheckLabelShape(const Tensor& x, const Tensor& label, bool soft) {
-  const Shape& xs = x.shape();
-  const Shape& ls = label.shape();
-  bool ok = xs.size() >= 1 && ls.size() == xs.size() && ls.back() == (soft ? xs.back() : 1);
-  for (size_t i = 0; ok && i + 1 < xs.size(); ++i) ok = xs[i] == ls[i];
-  RILL_CHECK(ok, kInvalidArgument, "Label has shape ", ShapeToString(ls), " but X has shape ",
-             ShapeToString(xs),
-             (soft ? "; soft labels must match X" : "; want X's dims with a last dim of 1"));
-}
-
 void CrossEntropyKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& label = ctx.Input("Label");
-  const bool soft = ctx.Attr<bool>("soft_label");
-  CheckLabelShape(x, label, soft);
+  const LabeledInputs args = ReadCrossEntropyInputs(ctx);
+  const bool soft = args.soft;
+  const int64_t rows = args.rows;
+  const int64_t cols = args.cols;
   Tensor* y = ctx.Output("Y");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    const int64_t cols = x.dim(x.rank() - 1);
-    const int64_t rows = DimProduct(x.shape(), 0, x.rank() - 1);
-    Shape y_shape = x.shape();
+  VisitFloatType(args.x.dtype(), [&]<class T>() {
+    const T* in = args.x.data<T>();
+    Shape y_shape = args.x.shape();
     y_shape.back() = 1;
     constexpr T eps = kMinProbability<T>;
     if (soft) {
-      const T* lab = label.data<T>();
+      const T* lab = args.label.data<T>();
       T* out = y->Allocate<T>(y_shape);
       for (int64_t r = 0; r < rows; ++r) {
         const T* xr = in + r * cols;
@@ -51,12 +39,11 @@ void CrossEntropyKernel(KernelContext& ctx) {
       }
       return;
     }
-    const int64_t* lab = label.data<int64_t>();
+    const int64_t* lab = args.label.data<int64_t>();
     T* out = y->Allocate<T>(y_shape);
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t l = lab[r];
-      RILL_CHECK(l >= 0 && l < cols, kInvalidArgument, "Label of row ", r, " is ", l,
-                 ", outside [0, ", cols, ")");
+      CheckHardLabel(r, l, cols);
       out[r] = -std::log(std::max(in[r * cols + l], eps));
     }
   });
@@ -91,28 +78,20 @@ void CrossEntropyShape(ShapeContext& ctx) {
 // means zero.
 void CrossEntropyGradKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& label = ctx.Input("Label");
-  const bool soft = ctx.Attr<bool>("soft_label");
-  CheckLabelShape(x, label, soft);
+  const LabeledInputs args = ReadCrossEntropyInputs(ctx);
+  const bool soft = args.soft;
+  const int64_t rows = args.rows;
+  const int64_t cols = args.cols;
   const bool has_dy = ctx.InputReady("Y@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    const int64_t n = x.numel();
-    const int64_t cols = x.dim(x.rank() - 1);
-    const int64_t rows = DimProduct(x.shape(), 0, x.rank() - 1);
+  VisitFloatType(args.x.dtype(), [&]<class T>() {
+    const T* in = args.x.data<T>();
+    const int64_t n = args.x.numel();
     constexpr T eps = kMinProbability<T>;
-    const T* dy = nullptr;
-    if (has_dy) {
-      const Tensor& dy_t = ctx.Input("Y@GRAD");
-      RILL_CHECK(dy_t.numel() == rows, kInvalidArgument, "Y@GRAD has shape ",
-                 ShapeToString(dy_t.shape()), ", want one value for each of the ", rows, " rows");
-      dy = dy_t.data<T>();
-    }
+    const T* dy = has_dy ? RowLossGrad<T>(ctx, "Y@GRAD", rows) : nullptr;
     if (soft) {
-      const T* lab = label.data<T>();
-      T* g = dx->Allocate<T>(x.shape());
+      const T* lab = args.label.data<T>();
+      T* g = dx->Allocate<T>(args.x.shape());
       if (dy == nullptr) {
         for (int64_t i = 0; i < n; ++i) g[i] = T(0);
         return;
@@ -126,14 +105,13 @@ void CrossEntropyGradKernel(KernelContext& ctx) {
       }
       return;
     }
-    const int64_t* lab = label.data<int64_t>();
-    T* g = dx->Allocate<T>(x.shape());
+    const int64_t* lab = args.label.data<int64_t>();
+    T* g = dx->Allocate<T>(args.x.shape());
     for (int64_t i = 0; i < n; ++i) g[i] = T(0);
     if (dy == nullptr) return;
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t l = lab[r];
-      RILL_CHECK(l >= 0 && l < cols, kInvalidArgument, "Label of row ", r, " is ", l,
-                 ", outside [0, ", cols, ")");
+      CheckHardLabel(r, l, cols);
       g[r * cols + l] = -dy[r] / std::max(in[r * cols + l], eps);
     }
   });

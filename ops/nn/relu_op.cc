@@ -1,6 +1,8 @@
 // relu: Out = max(X, 0). Its gradient op reads Out rather than X.
 #include <vector>
 
+#include "ops/math/unary.h"
+#include "ops/nn/activation_grad.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -8,41 +10,13 @@ namespace rill {
 namespace {
 
 void ReluKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    const int64_t n = x.numel();
-    T* o = out->Allocate<T>(x.shape());
-    for (int64_t i = 0; i < n; ++i) o[i] = in[i] > T(0) ? in[i] : T(0);
-  });
+  UnaryForward(ctx, []<class T>(T x) { return x > T(0) ? x : T(0); });
 }
 
 // X@GRAD = Out@GRAD where Out > 0, else 0. A missing Out@GRAD means zero.
 void ReluGradKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& y = ctx.Input("Out");
-  const bool has_dy = ctx.InputReady("Out@GRAD");
-  Tensor* dx = ctx.Output("X@GRAD");
-  VisitFloatType(y.dtype(), [&]<class T>() {
-    const T* out = y.data<T>();
-    const int64_t n = y.numel();
-    if (!has_dy) {
-      T* g = dx->Allocate<T>(y.shape());
-      for (int64_t i = 0; i < n; ++i) g[i] = T(0);
-      return;
-    }
-    const Tensor& dy_t = ctx.Input("Out@GRAD");
-    RILL_CHECK(dy_t.shape() == y.shape(), kInvalidArgument, "Out@GRAD has shape ",
-               ShapeToString(dy_t.shape()), " but Out has shape ", ShapeToString(y.shape()));
-    const T* dy = dy_t.data<T>();
-    T* g = dx->Allocate<T>(y.shape());
-    // dy is read unconditionally so the loop vectorizes as a select.
-    for (int64_t i = 0; i < n; ++i) {
-      const T d = dy[i];
-      g[i] = out[i] > T(0) ? d : T(0);
-    }
-  });
+  // dy is read unconditionally so the loop vectorizes as a select.
+  ActivationBackward(ctx, []<class T>(T y, T dy) { return y > T(0) ? dy : T(0); });
 }
 
 void ReluGradShape(ShapeContext& ctx) {

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/math/unary.h"
+#include "ops/nn/activation_grad.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -9,37 +11,12 @@ namespace rill {
 namespace {
 
 void SigmoidKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    const int64_t n = x.numel();
-    T* o = out->Allocate<T>(x.shape());
-    for (int64_t i = 0; i < n; ++i) o[i] = T(1) / (T(1) + std::exp(-in[i]));
-  });
+  UnaryForward(ctx, []<class T>(T x) { return T(1) / (T(1) + std::exp(-x)); });
 }
 
 // X@GRAD = Out@GRAD * Out * (1 - Out). A missing Out@GRAD means zero.
 void SigmoidGradKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& y = ctx.Input("Out");
-  const bool has_dy = ctx.InputReady("Out@GRAD");
-  Tensor* dx = ctx.Output("X@GRAD");
-  VisitFloatType(y.dtype(), [&]<class T>() {
-    const T* out = y.data<T>();
-    const int64_t n = y.numel();
-    if (!has_dy) {
-      T* g = dx->Allocate<T>(y.shape());
-      for (int64_t i = 0; i < n; ++i) g[i] = T(0);
-      return;
-    }
-    const Tensor& dy_t = ctx.Input("Out@GRAD");
-    RILL_CHECK(dy_t.shape() == y.shape(), kInvalidArgument, "Out@GRAD has shape ",
-               ShapeToString(dy_t.shape()), " but Out has shape ", ShapeToString(y.shape()));
-    const T* dy = dy_t.data<T>();
-    T* g = dx->Allocate<T>(y.shape());
-    for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * out[i] * (T(1) - out[i]);
-  });
+  ActivationBackward(ctx, []<class T>(T y, T dy) { return dy * y * (T(1) - y); });
 }
 
 void SigmoidGradShape(ShapeContext& ctx) {

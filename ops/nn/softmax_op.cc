@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/nn/softmax_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -11,8 +12,7 @@ namespace rill {
 namespace {
 
 void SoftmaxKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  RILL_CHECK(x.rank() >= 1, kInvalidArgument, "softmax needs X of rank >= 1, got ", x.Describe());
+  const Tensor& x = SoftmaxInput(ctx);
   Tensor* out = ctx.Output("Out");
   VisitFloatType(x.dtype(), [&]<class T>() {
     const T* in = x.data<T>();
@@ -45,9 +45,7 @@ void SoftmaxShape(ShapeContext& ctx) {
 // Out@GRAD means zero.
 void SoftmaxGradKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& y = ctx.Input("Out");
-  RILL_CHECK(y.rank() >= 1, kInvalidArgument, "softmax_grad needs Out of rank >= 1, got ",
-             y.Describe());
+  const Tensor& y = SoftmaxGradInput(ctx);
   const bool has_dy = ctx.InputReady("Out@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
   VisitFloatType(y.dtype(), [&]<class T>() {
@@ -58,10 +56,7 @@ void SoftmaxGradKernel(KernelContext& ctx) {
       for (int64_t i = 0; i < n; ++i) g[i] = T(0);
       return;
     }
-    const Tensor& dy_t = ctx.Input("Out@GRAD");
-    RILL_CHECK(dy_t.shape() == y.shape(), kInvalidArgument, "Out@GRAD has shape ",
-               ShapeToString(dy_t.shape()), " but Out has shape ", ShapeToString(y.shape()));
-    const T* dy = dy_t.data<T>();
+    const T* dy = SoftmaxOutGrad<T>(ctx, y);
     const int64_t cols = y.dim(y.rank() - 1);
     const int64_t rows = cols == 0 ? 0 : n / cols;
     T* g = dx->Allocate<T>(y.shape());

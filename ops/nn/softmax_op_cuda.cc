@@ -1,5 +1,6 @@
 // CUDA kernels of softmax, softmax_with_cross_entropy, cross_entropy (and
-// their gradients) and accuracy: the CPU kernels' checks made on the host,
+// their gradients) and accuracy: the CPU kernels' checks made on the host (the
+// inputs read and checked by softmax_util.h, as the CPU kernels read them),
 // outputs allocated on the op's device, work launched on the stream the
 // executor is launching on (CudaStream::Current()); device code in
 // softmax_cuda.cu.
@@ -8,26 +9,13 @@
 // whose label is outside [0, C), and the glue copies that back (a wait on the
 // stream) and throws the CPU kernels' error for it.
 #include "ops/nn/softmax_cuda.h"
+#include "ops/nn/softmax_util.h"
 #include "runtime/device/cuda_stream.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
-
-// As the CPU kernels' CheckLabelShape (softmax_with_cross_entropy_op.cc names
-// the input "Logits" and cross_entropy_op.cc "X"; their messages word by word).
-void CheckLabelShape(const Tensor& x, const Tensor& label, bool soft, const char* x_name,
-                     const char* x_possessive) {
-  const Shape& xs = x.shape();
-  const Shape& ls = label.shape();
-  bool ok = xs.size() >= 1 && ls.size() == xs.size() && ls.back() == (soft ? xs.back() : 1);
-  for (size_t i = 0; ok && i + 1 < xs.size(); ++i) ok = xs[i] == ls[i];
-  RILL_CHECK(ok, kInvalidArgument, "Label has shape ", ShapeToString(ls), " but ", x_name,
-             " has shape ", ShapeToString(xs),
-             (soft ? StrCat("; soft labels must match ", x_name)
-                   : StrCat("; want ", x_possessive, " dims with a last dim of 1")));
-}
 
 // A device int64 for the launchers' bad_row (hard labels only).
 class BadLabelRow {
@@ -51,8 +39,7 @@ class BadLabelRow {
     int64_t l = 0;
     CheckCuda(cudaMemcpy(&l, label.data<int64_t>() + row, sizeof(l), cudaMemcpyDeviceToHost),
               StrCat(op, ": label copy"));
-    RILL_CHECK(l >= 0 && l < cols, kInvalidArgument, "Label of row ", row, " is ", l,
-               ", outside [0, ", cols, ")");
+    CheckHardLabel(row, l, cols);
   }
 
  private:
@@ -60,8 +47,7 @@ class BadLabelRow {
 };
 
 void SoftmaxCudaKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  RILL_CHECK(x.rank() >= 1, kInvalidArgument, "softmax needs X of rank >= 1, got ", x.Describe());
+  const Tensor& x = SoftmaxInput(ctx);
   Tensor* out = ctx.Output("Out");
   VisitFloatType(x.dtype(), [&]<class T>() {
     // X's pointer and shape are taken before Out is allocated (Out may be X).
@@ -77,9 +63,7 @@ void SoftmaxCudaKernel(KernelContext& ctx) {
 
 void SoftmaxGradCudaKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& y = ctx.Input("Out");
-  RILL_CHECK(y.rank() >= 1, kInvalidArgument, "softmax_grad needs Out of rank >= 1, got ",
-             y.Describe());
+  const Tensor& y = SoftmaxGradInput(ctx);
   const bool has_dy = ctx.InputReady("Out@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
   VisitFloatType(y.dtype(), [&]<class T>() {
@@ -87,13 +71,7 @@ void SoftmaxGradCudaKernel(KernelContext& ctx) {
     const Shape shape = y.shape();
     const int64_t cols = y.dim(y.rank() - 1);
     const int64_t rows = cols == 0 ? 0 : y.numel() / cols;
-    const T* dy = nullptr;
-    if (has_dy) {
-      const Tensor& dy_t = ctx.Input("Out@GRAD");
-      RILL_CHECK(dy_t.shape() == y.shape(), kInvalidArgument, "Out@GRAD has shape ",
-                 ShapeToString(dy_t.shape()), " but Out has shape ", ShapeToString(y.shape()));
-      dy = dy_t.data<T>();
-    }
+    const T* dy = has_dy ? SoftmaxOutGrad<T>(ctx, y) : nullptr;
     dx->Allocate(DataTypeOf<T>(), shape, ctx.place());
     // rows * cols is the element count (0 when cols is); no Out@GRAD: zeros.
     cuda::SoftmaxGrad(out, dy, dx->mutable_data<T>(), rows, cols, CudaStream::Current());
@@ -102,140 +80,95 @@ void SoftmaxGradCudaKernel(KernelContext& ctx) {
 }
 
 void SoftmaxWithCrossEntropyCudaKernel(KernelContext& ctx) {
-  const Tensor& logits = ctx.Input("Logits");
-  const Tensor& label = ctx.Input("Label");
-  const bool soft = ctx.Attr<bool>("soft_label");
-  CheckLabelShape(logits, label, soft, "Logits", "Logits'");
+  const LabeledInputs args = ReadSoftmaxCrossEntropyInputs(ctx, "Logits");
+  const bool soft = args.soft;
   Tensor* softmax = ctx.Output("Softmax");
   Tensor* loss = ctx.Output("Loss");
   BadLabelRow bad(!soft, ctx.place());
-  int64_t cols = 0;
-  VisitFloatType(logits.dtype(), [&]<class T>() {
-    const T* in = logits.data<T>();
-    const Shape shape = logits.shape();
-    cols = logits.dim(logits.rank() - 1);
-    const int64_t rows = DimProduct(shape, 0, logits.rank() - 1);
-    const T* soft_label = soft ? label.data<T>() : nullptr;
-    const int64_t* hard_label = soft ? nullptr : label.data<int64_t>();
+  VisitFloatType(args.x.dtype(), [&]<class T>() {
+    const T* in = args.x.data<T>();
+    const Shape shape = args.x.shape();
+    const T* soft_label = soft ? args.label.data<T>() : nullptr;
+    const int64_t* hard_label = soft ? nullptr : args.label.data<int64_t>();
     Shape loss_shape = shape;
     loss_shape.back() = 1;
     softmax->Allocate(DataTypeOf<T>(), shape, ctx.place());
     loss->Allocate(DataTypeOf<T>(), loss_shape, ctx.place());
     cuda::SoftmaxWithCrossEntropy(in, soft_label, hard_label, softmax->mutable_data<T>(),
-                                  loss->mutable_data<T>(), rows, cols, bad.get(),
+                                  loss->mutable_data<T>(), args.rows, args.cols, bad.get(),
                                   CudaStream::Current());
   });
   CheckCuda(cudaGetLastError(), "softmax_with_cross_entropy: kernel launch");
-  bad.Check(label, cols, "softmax_with_cross_entropy");
+  bad.Check(args.label, args.cols, "softmax_with_cross_entropy");
 }
 
 void SoftmaxWithCrossEntropyGradCudaKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("Logits@GRAD")) return;
-  const Tensor& softmax = ctx.Input("Softmax");
-  const Tensor& label = ctx.Input("Label");
-  const bool soft = ctx.Attr<bool>("soft_label");
-  CheckLabelShape(softmax, label, soft, "Logits", "Logits'");
+  const LabeledInputs args = ReadSoftmaxCrossEntropyInputs(ctx, "Softmax");
+  const bool soft = args.soft;
   const bool has_dloss = ctx.InputReady("Loss@GRAD");
   Tensor* dx = ctx.Output("Logits@GRAD");
   // Labels are read (and checked) only when Loss@GRAD is there, as on the CPU.
   BadLabelRow bad(!soft && has_dloss, ctx.place());
-  int64_t cols = 0;
-  VisitFloatType(softmax.dtype(), [&]<class T>() {
-    const T* sm = softmax.data<T>();
-    const Shape shape = softmax.shape();
-    cols = softmax.dim(softmax.rank() - 1);
-    const int64_t rows = DimProduct(shape, 0, softmax.rank() - 1);
-    const T* dloss = nullptr;
-    if (has_dloss) {
-      const Tensor& dloss_t = ctx.Input("Loss@GRAD");
-      RILL_CHECK(dloss_t.numel() == rows, kInvalidArgument, "Loss@GRAD has shape ",
-                 ShapeToString(dloss_t.shape()), ", want one value for each of the ", rows,
-                 " rows");
-      dloss = dloss_t.data<T>();
-    }
-    const T* soft_label = soft ? label.data<T>() : nullptr;
-    const int64_t* hard_label = soft ? nullptr : label.data<int64_t>();
+  VisitFloatType(args.x.dtype(), [&]<class T>() {
+    const T* sm = args.x.data<T>();
+    const Shape shape = args.x.shape();
+    const T* dloss = has_dloss ? RowLossGrad<T>(ctx, "Loss@GRAD", args.rows) : nullptr;
+    const T* soft_label = soft ? args.label.data<T>() : nullptr;
+    const int64_t* hard_label = soft ? nullptr : args.label.data<int64_t>();
     dx->Allocate(DataTypeOf<T>(), shape, ctx.place());
     cuda::SoftmaxWithCrossEntropyGrad(sm, soft_label, hard_label, dloss, dx->mutable_data<T>(),
-                                      rows, cols, bad.get(), CudaStream::Current());
+                                      args.rows, args.cols, bad.get(), CudaStream::Current());
   });
   CheckCuda(cudaGetLastError(), "softmax_with_cross_entropy_grad: kernel launch");
-  bad.Check(label, cols, "softmax_with_cross_entropy_grad");
+  bad.Check(args.label, args.cols, "softmax_with_cross_entropy_grad");
 }
 
 void CrossEntropyCudaKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  const Tensor& label = ctx.Input("Label");
-  const bool soft = ctx.Attr<bool>("soft_label");
-  CheckLabelShape(x, label, soft, "X", "X's");
+  const LabeledInputs args = ReadCrossEntropyInputs(ctx);
+  const bool soft = args.soft;
   Tensor* y = ctx.Output("Y");
   BadLabelRow bad(!soft, ctx.place());
-  int64_t cols = 0;
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    cols = x.dim(x.rank() - 1);
-    const int64_t rows = DimProduct(x.shape(), 0, x.rank() - 1);
-    Shape y_shape = x.shape();
+  VisitFloatType(args.x.dtype(), [&]<class T>() {
+    const T* in = args.x.data<T>();
+    Shape y_shape = args.x.shape();
     y_shape.back() = 1;
-    const T* soft_label = soft ? label.data<T>() : nullptr;
-    const int64_t* hard_label = soft ? nullptr : label.data<int64_t>();
+    const T* soft_label = soft ? args.label.data<T>() : nullptr;
+    const int64_t* hard_label = soft ? nullptr : args.label.data<int64_t>();
     y->Allocate(DataTypeOf<T>(), y_shape, ctx.place());
-    cuda::CrossEntropy(in, soft_label, hard_label, y->mutable_data<T>(), rows, cols, bad.get(),
-                       CudaStream::Current());
+    cuda::CrossEntropy(in, soft_label, hard_label, y->mutable_data<T>(), args.rows, args.cols,
+                       bad.get(), CudaStream::Current());
   });
   CheckCuda(cudaGetLastError(), "cross_entropy: kernel launch");
-  bad.Check(label, cols, "cross_entropy");
+  bad.Check(args.label, args.cols, "cross_entropy");
 }
 
 void CrossEntropyGradCudaKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& x = ctx.Input("X");
-  const Tensor& label = ctx.Input("Label");
-  const bool soft = ctx.Attr<bool>("soft_label");
-  CheckLabelShape(x, label, soft, "X", "X's");
+  const LabeledInputs args = ReadCrossEntropyInputs(ctx);
+  const bool soft = args.soft;
   const bool has_dy = ctx.InputReady("Y@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
   // Labels are read (and checked) only when Y@GRAD is there, as on the CPU.
   BadLabelRow bad(!soft && has_dy, ctx.place());
-  int64_t cols = 0;
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    const Shape shape = x.shape();
-    cols = x.dim(x.rank() - 1);
-    const int64_t rows = DimProduct(shape, 0, x.rank() - 1);
-    const T* dy = nullptr;
-    if (has_dy) {
-      const Tensor& dy_t = ctx.Input("Y@GRAD");
-      RILL_CHECK(dy_t.numel() == rows, kInvalidArgument, "Y@GRAD has shape ",
-                 ShapeToString(dy_t.shape()), ", want one value for each of the ", rows, " rows");
-      dy = dy_t.data<T>();
-    }
-    const T* soft_label = soft ? label.data<T>() : nullptr;
-    const int64_t* hard_label = soft ? nullptr : label.data<int64_t>();
+  VisitFloatType(args.x.dtype(), [&]<class T>() {
+    const T* in = args.x.data<T>();
+    const Shape shape = args.x.shape();
+    const T* dy = has_dy ? RowLossGrad<T>(ctx, "Y@GRAD", args.rows) : nullptr;
+    const T* soft_label = soft ? args.label.data<T>() : nullptr;
+    const int64_t* hard_label = soft ? nullptr : args.label.data<int64_t>();
     dx->Allocate(DataTypeOf<T>(), shape, ctx.place());
-    cuda::CrossEntropyGrad(in, soft_label, hard_label, dy, dx->mutable_data<T>(), rows, cols,
-                           bad.get(), CudaStream::Current());
+    cuda::CrossEntropyGrad(in, soft_label, hard_label, dy, dx->mutable_data<T>(), args.rows,
+                           args.cols, bad.get(), CudaStream::Current());
   });
   CheckCuda(cudaGetLastError(), "cross_entropy_grad: kernel launch");
-  bad.Check(label, cols, "cross_entropy_grad");
+  bad.Check(args.label, args.cols, "cross_entropy_grad");
 }
 
 void AccuracyCudaKernel(KernelContext& ctx) {
-  const Tensor& out = ctx.Input("Out");
-  const Tensor& indices = ctx.Input("Indices");
-  const Tensor& label = ctx.Input("Label");
-  RILL_CHECK(indices.rank() == 2, kInvalidArgument, "Indices must be [N, k], is ",
-             indices.Describe());
-  RILL_CHECK(out.shape() == indices.shape(), kInvalidArgument, "Out has shape ",
-             ShapeToString(out.shape()), " but Indices has shape ", ShapeToString(indices.shape()));
-  const int64_t rows = indices.dim(0);
-  const int64_t k = indices.dim(1);
-  const bool label_ok =
-      (label.rank() == 1 || (label.rank() == 2 && label.dim(1) == 1)) && label.dim(0) == rows;
-  RILL_CHECK(label_ok, kInvalidArgument, "Label has shape ", ShapeToString(label.shape()),
-             ", want [", rows, ", 1] to match Indices ", ShapeToString(indices.shape()));
-  const int64_t* idx = indices.data<int64_t>();
-  const int64_t* lab = label.data<int64_t>();
+  const AccuracyInputs args = ReadAccuracyInputs(ctx);
+  const int64_t* idx = args.indices.data<int64_t>();
+  const int64_t* lab = args.label.data<int64_t>();
   Tensor* acc = ctx.Output("Accuracy");
   acc->Allocate(DataType::kFloat32, {1}, ctx.place());
   int64_t* correct = nullptr;
@@ -250,7 +183,7 @@ void AccuracyCudaKernel(KernelContext& ctx) {
     t->Allocate(DataType::kInt64, {1}, ctx.place());
     total = t->mutable_data<int64_t>();
   }
-  cuda::Accuracy(idx, lab, rows, k, acc->mutable_data<float>(), correct, total,
+  cuda::Accuracy(idx, lab, args.rows, args.k, acc->mutable_data<float>(), correct, total,
                  CudaStream::Current());
   CheckCuda(cudaGetLastError(), "accuracy: kernel launch");
 }

@@ -5,40 +5,27 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/nn/softmax_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
 
-// Checks Label against Logits at run time (declared shapes leave the batch unknown).
-void CheckLabelShape(const Tensor& logits, const Tensor& label, bool soft) {
-  const Shape& xs = logits.shape();
-  const Shape& ls = label.shape();
-  bool ok = xs.size() >= 1 && ls.size() == xs.size() && ls.back() == (soft ? xs.back() : 1);
-  for (size_t i = 0; ok && i + 1 < xs.size(); ++i) ok = xs[i] == ls[i];
-  RILL_CHECK(
-      ok, kInvalidArgument, "Label has shape ", ShapeToString(ls), " but Logits has shape ",
-      ShapeToString(xs),
-      (soft ? "; soft labels must match Logits" : "; want Logits' dims with a last dim of 1"));
-}
-
 void SoftmaxWithCrossEntropyKernel(KernelContext& ctx) {
-  const Tensor& logits = ctx.Input("Logits");
-  const Tensor& label = ctx.Input("Label");
-  const bool soft = ctx.Attr<bool>("soft_label");
-  CheckLabelShape(logits, label, soft);
+  const LabeledInputs args = ReadSoftmaxCrossEntropyInputs(ctx, "Logits");
+  const bool soft = args.soft;
+  const int64_t rows = args.rows;
+  const int64_t cols = args.cols;
   Tensor* softmax = ctx.Output("Softmax");
   Tensor* loss = ctx.Output("Loss");
-  VisitFloatType(logits.dtype(), [&]<class T>() {
-    const T* in = logits.data<T>();
-    const int64_t cols = logits.dim(logits.rank() - 1);
-    const int64_t rows = DimProduct(logits.shape(), 0, logits.rank() - 1);
-    const T* soft_label = soft ? label.data<T>() : nullptr;
-    const int64_t* hard_label = soft ? nullptr : label.data<int64_t>();
-    Shape loss_shape = logits.shape();
+  VisitFloatType(args.x.dtype(), [&]<class T>() {
+    const T* in = args.x.data<T>();
+    const T* soft_label = soft ? args.label.data<T>() : nullptr;
+    const int64_t* hard_label = soft ? nullptr : args.label.data<int64_t>();
+    Shape loss_shape = args.x.shape();
     loss_shape.back() = 1;
-    T* sm = softmax->Allocate<T>(logits.shape());
+    T* sm = softmax->Allocate<T>(args.x.shape());
     T* lo = loss->Allocate<T>(loss_shape);
     for (int64_t r = 0; r < rows; ++r) {
       const T* xr = in + r * cols;
@@ -56,8 +43,7 @@ void SoftmaxWithCrossEntropyKernel(KernelContext& ctx) {
         }
       } else {
         const int64_t l = hard_label[r];
-        RILL_CHECK(l >= 0 && l < cols, kInvalidArgument, "Label of row ", r, " is ", l,
-                   ", outside [0, ", cols, ")");
+        CheckHardLabel(r, l, cols);
         label_dot = xr[l];
       }
       if (cols == 0) {  // only reachable with soft labels: nothing to predict, no loss
@@ -110,28 +96,19 @@ void SoftmaxWithCrossEntropyShape(ShapeContext& ctx) {
 // one-hot row for hard labels (so sum(Label) = 1). A missing Loss@GRAD means zero.
 void SoftmaxWithCrossEntropyGradKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("Logits@GRAD")) return;
-  const Tensor& softmax = ctx.Input("Softmax");
-  const Tensor& label = ctx.Input("Label");
-  const bool soft = ctx.Attr<bool>("soft_label");
-  CheckLabelShape(softmax, label, soft);
+  const LabeledInputs args = ReadSoftmaxCrossEntropyInputs(ctx, "Softmax");
+  const bool soft = args.soft;
+  const int64_t rows = args.rows;
+  const int64_t cols = args.cols;
   const bool has_dloss = ctx.InputReady("Loss@GRAD");
   Tensor* dx = ctx.Output("Logits@GRAD");
-  VisitFloatType(softmax.dtype(), [&]<class T>() {
-    const T* sm = softmax.data<T>();
-    const int64_t n = softmax.numel();
-    const int64_t cols = softmax.dim(softmax.rank() - 1);
-    const int64_t rows = DimProduct(softmax.shape(), 0, softmax.rank() - 1);
-    const T* dloss = nullptr;
-    if (has_dloss) {
-      const Tensor& dloss_t = ctx.Input("Loss@GRAD");
-      RILL_CHECK(dloss_t.numel() == rows, kInvalidArgument, "Loss@GRAD has shape ",
-                 ShapeToString(dloss_t.shape()), ", want one value for each of the ", rows,
-                 " rows");
-      dloss = dloss_t.data<T>();
-    }
-    const T* soft_label = soft ? label.data<T>() : nullptr;
-    const int64_t* hard_label = soft ? nullptr : label.data<int64_t>();
-    T* g = dx->Allocate<T>(softmax.shape());
+  VisitFloatType(args.x.dtype(), [&]<class T>() {
+    const T* sm = args.x.data<T>();
+    const int64_t n = args.x.numel();
+    const T* dloss = has_dloss ? RowLossGrad<T>(ctx, "Loss@GRAD", rows) : nullptr;
+    const T* soft_label = soft ? args.label.data<T>() : nullptr;
+    const int64_t* hard_label = soft ? nullptr : args.label.data<int64_t>();
+    T* g = dx->Allocate<T>(args.x.shape());
     if (dloss == nullptr) {
       for (int64_t i = 0; i < n; ++i) g[i] = T(0);
       return;
@@ -148,8 +125,7 @@ void SoftmaxWithCrossEntropyGradKernel(KernelContext& ctx) {
         for (int64_t j = 0; j < cols; ++j) gr[j] = ds * sr[j] - d * lr[j];
       } else {
         const int64_t l = hard_label[r];
-        RILL_CHECK(l >= 0 && l < cols, kInvalidArgument, "Label of row ", r, " is ", l,
-                   ", outside [0, ", cols, ")");
+        CheckHardLabel(r, l, cols);
         for (int64_t j = 0; j < cols; ++j) gr[j] = d * sr[j];
         gr[l] -= d;
       }

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/math/unary.h"
+#include "ops/nn/activation_grad.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
@@ -9,37 +11,12 @@ namespace rill {
 namespace {
 
 void TanhKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
-  Tensor* out = ctx.Output("Out");
-  VisitFloatType(x.dtype(), [&]<class T>() {
-    const T* in = x.data<T>();
-    const int64_t n = x.numel();
-    T* o = out->Allocate<T>(x.shape());
-    for (int64_t i = 0; i < n; ++i) o[i] = std::tanh(in[i]);
-  });
+  UnaryForward(ctx, []<class T>(T x) { return std::tanh(x); });
 }
 
 // X@GRAD = Out@GRAD * (1 - Out^2). A missing Out@GRAD means zero.
 void TanhGradKernel(KernelContext& ctx) {
-  if (!ctx.HasOutput("X@GRAD")) return;
-  const Tensor& y = ctx.Input("Out");
-  const bool has_dy = ctx.InputReady("Out@GRAD");
-  Tensor* dx = ctx.Output("X@GRAD");
-  VisitFloatType(y.dtype(), [&]<class T>() {
-    const T* out = y.data<T>();
-    const int64_t n = y.numel();
-    if (!has_dy) {
-      T* g = dx->Allocate<T>(y.shape());
-      for (int64_t i = 0; i < n; ++i) g[i] = T(0);
-      return;
-    }
-    const Tensor& dy_t = ctx.Input("Out@GRAD");
-    RILL_CHECK(dy_t.shape() == y.shape(), kInvalidArgument, "Out@GRAD has shape ",
-               ShapeToString(dy_t.shape()), " but Out has shape ", ShapeToString(y.shape()));
-    const T* dy = dy_t.data<T>();
-    T* g = dx->Allocate<T>(y.shape());
-    for (int64_t i = 0; i < n; ++i) g[i] = dy[i] * (T(1) - out[i] * out[i]);
-  });
+  ActivationBackward(ctx, []<class T>(T y, T dy) { return dy * (T(1) - y * y); });
 }
 
 void TanhGradShape(ShapeContext& ctx) {

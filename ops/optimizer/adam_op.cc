@@ -195,55 +195,39 @@ void AdamKernel(KernelContext& ctx) {
   const bool sparse = ctx.InputIsSelectedRows("Grad");
   const SelectedRows sparse_grad = sparse ? SparseGrad(ctx, param) : SelectedRows();
   const Tensor& grad = sparse ? sparse_grad.value : ctx.Input("Grad");
-  const Tensor& moment1 = ctx.Input("Moment1");
-  const Tensor& moment2 = ctx.Input("Moment2");
-  const Tensor& beta1_pow = ctx.Input("Beta1Pow");
-  const Tensor& beta2_pow = ctx.Input("Beta2Pow");
-  const double lr = ReadScalar(ctx.Input("LearningRate"), "LearningRate");
-  const double pow1 = ReadScalar(beta1_pow, "Beta1Pow");
-  const double pow2 = ReadScalar(beta2_pow, "Beta2Pow");
-  const DataType pow1_type = beta1_pow.dtype();
-  const DataType pow2_type = beta2_pow.dtype();
-  const double beta1 = DecimalDouble(ctx.Attr<float>("beta1"));
-  const double beta2 = DecimalDouble(ctx.Attr<float>("beta2"));
-  const double epsilon = DecimalDouble(ctx.Attr<float>("epsilon"));
+  const AdamArgs args = ReadAdamArgs(ctx);
+  const double lr = ScalarValue(args.learning_rate);
+  const double pow1 = ScalarValue(args.beta1_pow);
+  const double pow2 = ScalarValue(args.beta2_pow);
+  const DataType pow1_type = args.beta1_pow.dtype();
+  const DataType pow2_type = args.beta2_pow.dtype();
   RILL_CHECK(pow1 < 1 && pow2 < 1, kInvalidArgument, "Beta1Pow (", pow1, ") and Beta2Pow (", pow2,
              ") must be below 1");
-  RILL_CHECK(sparse || (grad.shape() == param.shape() && grad.dtype() == param.dtype()),
-             kInvalidArgument, "Grad ", grad.Describe(), " does not match Param ",
-             param.Describe());
-  for (const Tensor* t : {&moment1, &moment2}) {
-    RILL_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(), kInvalidArgument,
-               "Moment1 and Moment2 must match Param ", param.Describe(), "; one is ",
-               t->Describe());
-  }
-  Tensor* param_out = ctx.Output("ParamOut");
-  Tensor* moment1_out = ctx.Output("Moment1Out");
-  Tensor* moment2_out = ctx.Output("Moment2Out");
+  const AdamOutputs out = CheckAdamOperands(ctx, args, param, sparse ? nullptr : &grad);
   VisitFloatType(param.dtype(), [&]<class T>() {
     const T* p_in = param.data<T>();
-    const T* m_in = moment1.data<T>();
-    const T* v_in = moment2.data<T>();
+    const T* m_in = args.moment1.data<T>();
+    const T* v_in = args.moment2.data<T>();
     const T* g = grad.data<T>();
     const int64_t n = param.numel();
     const size_t bytes = static_cast<size_t>(n) * sizeof(T);
     // In the usual case the outputs are the inputs and keep their buffers.
-    T* p = param_out->Allocate<T>(param.shape());
-    T* m = moment1_out->Allocate<T>(moment1.shape());
-    T* v = moment2_out->Allocate<T>(moment2.shape());
+    T* p = out.param_out->Allocate<T>(param.shape());
+    T* m = out.moment1_out->Allocate<T>(args.moment1.shape());
+    T* v = out.moment2_out->Allocate<T>(args.moment2.shape());
     RILL_CHECK(p != m && p != v && m != v && p != g && m != g && v != g, kInvalidArgument,
                "ParamOut, Moment1Out, Moment2Out and Grad must not share memory");
     if (p != p_in) std::memcpy(p, p_in, bytes);
     if (m != m_in) std::memcpy(m, m_in, bytes);
     if (v != v_in) std::memcpy(v, v_in, bytes);
     AdamCoefficients<T> c;
-    c.beta1 = static_cast<T>(beta1);
-    c.one_minus_beta1 = static_cast<T>(1 - beta1);
-    c.beta2 = static_cast<T>(beta2);
-    c.one_minus_beta2 = static_cast<T>(1 - beta2);
+    c.beta1 = static_cast<T>(args.beta1);
+    c.one_minus_beta1 = static_cast<T>(1 - args.beta1);
+    c.beta2 = static_cast<T>(args.beta2);
+    c.one_minus_beta2 = static_cast<T>(1 - args.beta2);
     c.step_size = static_cast<T>(lr / (1 - pow1));
     c.bias_correction2_sqrt = static_cast<T>(std::sqrt(1 - pow2));
-    c.epsilon = static_cast<T>(epsilon);
+    c.epsilon = static_cast<T>(args.epsilon);
     if (!sparse) {
       AdamUpdate(p, m, v, g, n, c);
       return;
@@ -254,8 +238,8 @@ void AdamKernel(KernelContext& ctx) {
       AdamUpdate(p + at, m + at, v + at, g + static_cast<int64_t>(i) * width, width, c);
     }
   });
-  WriteScalar(ctx.Output("Beta1PowOut"), pow1_type, beta1_pow.shape(), pow1 * beta1);
-  WriteScalar(ctx.Output("Beta2PowOut"), pow2_type, beta2_pow.shape(), pow2 * beta2);
+  WriteScalar(ctx.Output("Beta1PowOut"), pow1_type, args.beta1_pow.shape(), pow1 * args.beta1);
+  WriteScalar(ctx.Output("Beta2PowOut"), pow2_type, args.beta2_pow.shape(), pow2 * args.beta2);
 }
 
 }  // namespace
@@ -263,8 +247,9 @@ void AdamKernel(KernelContext& ctx) {
 RILL_REGISTER_OP(adam, OpSchema("adam")
                            .Doc("Adam with bias correction (as torch.optim.Adam), in place.")
                            .Input("Param", "the parameter")
-                           .Input("Grad", "its gradient, same shape and type; or selected "
-                                          "rows, which update only their rows")
+                           .Input("Grad",
+                                  "its gradient, same shape and type; or selected "
+                                  "rows, which update only their rows")
                            .Input("LearningRate", "learning rate, one float element")
                            .Input("Moment1", "first moment, same shape and type as Param")
                            .Input("Moment2", "second moment, same shape and type as Param")

@@ -61,33 +61,25 @@ void MomentumUpdate(T* __restrict p, T* __restrict v, const T* __restrict g, int
 void MomentumKernel(KernelContext& ctx) {
   const Tensor& param = ctx.Input("Param");
   // The velocity decays everywhere, so a sparse gradient is applied dense.
-  const Tensor dense = ctx.InputIsSelectedRows("Grad") ? SparseGrad(ctx, param).ToDense() : Tensor();
+  const Tensor dense =
+      ctx.InputIsSelectedRows("Grad") ? SparseGrad(ctx, param).ToDense() : Tensor();
   const Tensor& grad = dense.initialized() ? dense : ctx.Input("Grad");
-  const Tensor& velocity = ctx.Input("Velocity");
-  const double lr = ReadScalar(ctx.Input("LearningRate"), "LearningRate");
-  const double mu = DecimalDouble(ctx.Attr<float>("mu"));
-  const bool nesterov = ctx.Attr<bool>("use_nesterov");
-  RILL_CHECK(grad.shape() == param.shape() && grad.dtype() == param.dtype(), kInvalidArgument,
-             "Grad ", grad.Describe(), " does not match Param ", param.Describe());
-  RILL_CHECK(velocity.shape() == param.shape() && velocity.dtype() == param.dtype(),
-             kInvalidArgument, "Velocity ", velocity.Describe(), " does not match Param ",
-             param.Describe());
-  Tensor* param_out = ctx.Output("ParamOut");
-  Tensor* velocity_out = ctx.Output("VelocityOut");
+  const MomentumArgs args = ReadMomentumArgs(ctx, param, grad);
+  const double lr = ScalarValue(args.learning_rate);
   VisitFloatType(param.dtype(), [&]<class T>() {
     const T* p_in = param.data<T>();
-    const T* v_in = velocity.data<T>();
+    const T* v_in = args.velocity.data<T>();
     const T* g = grad.data<T>();
     const int64_t n = param.numel();
     const size_t bytes = static_cast<size_t>(n) * sizeof(T);
     // In the usual case the outputs are the inputs and keep their buffers.
-    T* p = param_out->Allocate<T>(param.shape());
-    T* v = velocity_out->Allocate<T>(velocity.shape());
+    T* p = args.param_out->Allocate<T>(param.shape());
+    T* v = args.velocity_out->Allocate<T>(args.velocity.shape());
     RILL_CHECK(p != v && p != g && v != g, kInvalidArgument,
                "ParamOut, VelocityOut and Grad must not share memory");
     if (p != p_in) std::memcpy(p, p_in, bytes);
     if (v != v_in) std::memcpy(v, v_in, bytes);
-    MomentumUpdate(p, v, g, n, static_cast<T>(mu), static_cast<T>(lr), nesterov);
+    MomentumUpdate(p, v, g, n, static_cast<T>(args.mu), static_cast<T>(lr), args.nesterov);
   });
 }
 

@@ -15,7 +15,7 @@ __constant__ double kPow10[23] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
                                   1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
                                   1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
-// DecimalDouble (optimizer_util.h) on the device: the double nearest to the
+// DecimalDouble (ops/decimal_double.h) on the device: the double nearest to the
 // shortest decimal that reads back as f. Tries 1, 2, ... 9 significant digits:
 // f rounded to k digits is n * 10^q with n < 10^9 and, for |q| <= 22, both
 // exact in double, so one multiplication or division gives the double nearest

@@ -1,35 +1,87 @@
 #include "ops/optimizer/optimizer_util.h"
 
-#include <charconv>
-
 namespace rill {
 
-double DecimalDouble(float f) {
-  char text[32];
-  const auto printed = std::to_chars(text, text + sizeof(text), f);
-  double d = static_cast<double>(f);
-  if (printed.ec == std::errc()) std::from_chars(text, printed.ptr, d);
-  return d;
+double ReadScalar(const Tensor& t, const char* slot) {
+  CheckScalar(t, slot);
+  return ScalarValue(t);
 }
 
-double ReadScalar(const Tensor& t, const char* slot) {
+void CheckScalar(const Tensor& t, const char* slot) {
   RILL_CHECK(t.numel() == 1, kInvalidArgument, slot, " must hold one element, is ", t.Describe());
+  RILL_CHECK(t.dtype() == DataType::kFloat32 || t.dtype() == DataType::kFloat64, kInvalidArgument,
+             slot, " must be float32 or float64, is ", t.Describe());
+}
+
+double ScalarValue(const Tensor& t) {
   if (t.dtype() == DataType::kFloat32) return DecimalDouble(t.data<float>()[0]);
-  RILL_CHECK(t.dtype() == DataType::kFloat64, kInvalidArgument, slot,
-             " must be float32 or float64, is ", t.Describe());
   return t.data<double>()[0];
+}
+
+void CheckDenseGrad(const Tensor& grad, const Tensor& param) {
+  RILL_CHECK(grad.shape() == param.shape() && grad.dtype() == param.dtype(), kInvalidArgument,
+             "Grad ", grad.Describe(), " does not match Param ", param.Describe());
 }
 
 SelectedRows SparseGrad(const KernelContext& ctx, const Tensor& param) {
   SelectedRows grad = ctx.InputRows("Grad").Merged();
-  RILL_CHECK(param.rank() >= 1 && grad.height == param.dim(0) &&
-                 grad.value.dtype() == param.dtype() &&
-                 grad.value.numel() == static_cast<int64_t>(grad.rows.size()) *
-                                           (param.dim(0) == 0 ? 0 : param.numel() / param.dim(0)),
-             kInvalidArgument, "sparse Grad (", grad.rows.size(), " rows of ",
-             grad.value.Describe(), ", height ", grad.height, ") does not match Param ",
-             param.Describe());
+  RILL_CHECK(
+      param.rank() >= 1 && grad.height == param.dim(0) && grad.value.dtype() == param.dtype() &&
+          grad.value.numel() == static_cast<int64_t>(grad.rows.size()) *
+                                    (param.dim(0) == 0 ? 0 : param.numel() / param.dim(0)),
+      kInvalidArgument, "sparse Grad (", grad.rows.size(), " rows of ", grad.value.Describe(),
+      ", height ", grad.height, ") does not match Param ", param.Describe());
   return grad;
+}
+
+SgdDense ReadSgdDense(KernelContext& ctx, const Tensor& param) {
+  const Tensor& grad = ctx.Input("Grad");
+  CheckDenseGrad(grad, param);
+  return {grad, ctx.Output("ParamOut")};
+}
+
+MomentumArgs ReadMomentumArgs(KernelContext& ctx, const Tensor& param, const Tensor& grad) {
+  const Tensor& velocity = ctx.Input("Velocity");
+  const Tensor& lr = ctx.Input("LearningRate");
+  CheckScalar(lr, "LearningRate");
+  const double mu = DecimalDouble(ctx.Attr<float>("mu"));
+  const bool nesterov = ctx.Attr<bool>("use_nesterov");
+  CheckDenseGrad(grad, param);
+  RILL_CHECK(velocity.shape() == param.shape() && velocity.dtype() == param.dtype(),
+             kInvalidArgument, "Velocity ", velocity.Describe(), " does not match Param ",
+             param.Describe());
+  Tensor* param_out = ctx.Output("ParamOut");
+  Tensor* velocity_out = ctx.Output("VelocityOut");
+  return {velocity, lr, mu, nesterov, param_out, velocity_out};
+}
+
+AdamArgs ReadAdamArgs(const KernelContext& ctx) {
+  const Tensor& moment1 = ctx.Input("Moment1");
+  const Tensor& moment2 = ctx.Input("Moment2");
+  const Tensor& beta1_pow = ctx.Input("Beta1Pow");
+  const Tensor& beta2_pow = ctx.Input("Beta2Pow");
+  const Tensor& lr = ctx.Input("LearningRate");
+  CheckScalar(lr, "LearningRate");
+  CheckScalar(beta1_pow, "Beta1Pow");
+  CheckScalar(beta2_pow, "Beta2Pow");
+  const double beta1 = DecimalDouble(ctx.Attr<float>("beta1"));
+  const double beta2 = DecimalDouble(ctx.Attr<float>("beta2"));
+  const double epsilon = DecimalDouble(ctx.Attr<float>("epsilon"));
+  return {moment1, moment2, lr, beta1_pow, beta2_pow, beta1, beta2, epsilon};
+}
+
+AdamOutputs CheckAdamOperands(KernelContext& ctx, const AdamArgs& args, const Tensor& param,
+                              const Tensor* dense_grad) {
+  if (dense_grad != nullptr) CheckDenseGrad(*dense_grad, param);
+  for (const Tensor* t : {&args.moment1, &args.moment2}) {
+    RILL_CHECK(t->shape() == param.shape() && t->dtype() == param.dtype(), kInvalidArgument,
+               "Moment1 and Moment2 must match Param ", param.Describe(), "; one is ",
+               t->Describe());
+  }
+  Tensor* param_out = ctx.Output("ParamOut");
+  Tensor* moment1_out = ctx.Output("Moment1Out");
+  Tensor* moment2_out = ctx.Output("Moment2Out");
+  return {param_out, moment1_out, moment2_out};
 }
 
 }  // namespace rill

@@ -67,16 +67,13 @@ void SgdKernel(KernelContext& ctx) {
     SparseSgdKernel(ctx, param, lr);
     return;
   }
-  const Tensor& grad = ctx.Input("Grad");
-  RILL_CHECK(grad.shape() == param.shape() && grad.dtype() == param.dtype(), kInvalidArgument,
-             "Grad ", grad.Describe(), " does not match Param ", param.Describe());
-  Tensor* param_out = ctx.Output("ParamOut");
+  const SgdDense dense = ReadSgdDense(ctx, param);
   VisitFloatType(param.dtype(), [&]<class T>() {
     const T* p_in = param.data<T>();
-    const T* g = grad.data<T>();
+    const T* g = dense.grad.data<T>();
     const int64_t n = param.numel();
     // In the usual case ParamOut is Param and keeps its buffer: p == p_in.
-    T* p = param_out->Allocate<T>(param.shape());
+    T* p = dense.param_out->Allocate<T>(param.shape());
     RILL_CHECK(p != g, kInvalidArgument, "ParamOut may not share memory with Grad");
     if (p != p_in) std::memcpy(p, p_in, static_cast<size_t>(n) * sizeof(T));
     SgdUpdate(p, g, n, static_cast<T>(lr));

@@ -1,22 +1,10 @@
 // fill_constant: Out = a tensor of the given shape and type, every element `value`.
-#include <charconv>
-
+#include "ops/tensor/fill_constant_util.h"
 #include "runtime/kernel_context.h"
 #include "runtime/op_registry.h"
 
 namespace rill {
 namespace {
-
-// `value` is a float32 attribute; 0.1f stands for the decimal 0.1. Widening it
-// through its shortest decimal form fills float64 tensors with 0.1 itself
-// rather than 0.100000001490116 (float32 outputs are unchanged).
-double DecimalDouble(float f) {
-  char text[32];
-  const auto printed = std::to_chars(text, text + sizeof(text), f);
-  double d = static_cast<double>(f);
-  if (printed.ec == std::errc()) std::from_chars(text, printed.ptr, d);
-  return d;
-}
 
 void FillConstantShape(ShapeContext& ctx) {
   const std::vector<int64_t> shape = ctx.Attr<std::vector<int64_t>>("shape");
@@ -27,15 +15,10 @@ void FillConstantShape(ShapeContext& ctx) {
 }
 
 void FillConstantKernel(KernelContext& ctx) {
-  const Shape shape = ctx.Attr<std::vector<int64_t>>("shape");
-  for (int64_t d : shape) {
-    RILL_CHECK(d >= 0, kInvalidArgument, "shape ", ShapeToString(shape), " has a negative dim");
-  }
-  const DataType dtype = ParseDataType(ctx.Attr<std::string>("dtype"));
-  const float value = ctx.Attr<float>("value");
+  const FillConstantAttrs attrs = ReadFillConstantAttrs(ctx);
   Tensor* out = ctx.Output("Out");
-  out->Allocate(dtype, shape);
-  out->Fill(DecimalDouble(value));
+  out->Allocate(attrs.dtype, attrs.shape);
+  out->Fill(attrs.value);
 }
 
 }  // namespace

@@ -2,9 +2,7 @@
 // outputs allocated on the op's device, work queued on the stream the
 // executor is launching on (CudaStream::Current()); device code in
 // tensor_cuda.cu. Every data type the CPU kernels take is taken here.
-#include <charconv>
-#include <vector>
-
+#include "ops/tensor/fill_constant_util.h"
 #include "ops/tensor/tensor_cuda.h"
 #include "runtime/device/cuda_stream.h"
 #include "runtime/kernel_context.h"
@@ -13,28 +11,14 @@
 namespace rill {
 namespace {
 
-// As fill_constant_op.cc: the float32 attribute `value` widened through its
-// shortest decimal form (0.1f fills float64 tensors with 0.1).
-double DecimalDouble(float f) {
-  char text[32];
-  const auto printed = std::to_chars(text, text + sizeof(text), f);
-  double d = static_cast<double>(f);
-  if (printed.ec == std::errc()) std::from_chars(text, printed.ptr, d);
-  return d;
-}
-
 void FillConstantCudaKernel(KernelContext& ctx) {
-  const Shape shape = ctx.Attr<std::vector<int64_t>>("shape");
-  for (int64_t d : shape) {
-    RILL_CHECK(d >= 0, kInvalidArgument, "shape ", ShapeToString(shape), " has a negative dim");
-  }
-  const DataType dtype = ParseDataType(ctx.Attr<std::string>("dtype"));
-  const double value = DecimalDouble(ctx.Attr<float>("value"));
+  const FillConstantAttrs attrs = ReadFillConstantAttrs(ctx);
   Tensor* out = ctx.Output("Out");
-  out->Allocate(dtype, shape, ctx.place());
+  out->Allocate(attrs.dtype, attrs.shape, ctx.place());
   // The value is converted on the host, as Tensor::Fill converts it.
-  VisitDataType(dtype, [&]<class T>() {
-    cuda::Fill(out->mutable_data<T>(), static_cast<T>(value), out->numel(), CudaStream::Current());
+  VisitDataType(attrs.dtype, [&]<class T>() {
+    cuda::Fill(out->mutable_data<T>(), static_cast<T>(attrs.value), out->numel(),
+               CudaStream::Current());
   });
   CheckCuda(cudaGetLastError(), "fill_constant: kernel launch");
 }
