@@ -10,10 +10,10 @@
 #include <iostream>
 #include <string>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/io/program_io.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/parallel_executor.h"
+#include "rill/program_io.h"
 
 namespace {
 

@@ -7,11 +7,11 @@
 #include <numeric>
 #include <random>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
-#include "runtime/dataset/fashion_mnist.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
+#include "tools/datasets/fashion_mnist.h"
 
 using namespace rill;
 
@@ -21,7 +21,8 @@ static double Env(const char* name, double fallback) {
 }
 
 // Rows order[begin, end) of a dataset as feeds.
-static FeedList Batch(const ImageDataset& d, const std::vector<int64_t>& order, size_t begin, size_t end) {
+static FeedList Batch(const ImageDataset& d, const std::vector<int64_t>& order, size_t begin,
+                      size_t end) {
   const int64_t n = static_cast<int64_t>(end - begin);
   Tensor x(DataType::kFloat32, {n, 784}), y(DataType::kInt64, {n, 1});
   for (int64_t i = 0; i < n; ++i) {
@@ -47,17 +48,18 @@ int main() {
   Var logits = b.Fc(h, 10);
   Var loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, label));
   Var accuracy = b.Accuracy(b.Softmax(logits), label);
-  Program eval = main.CloneForTest();                       // forward only
+  Program eval = main.CloneForTest();                           // forward only
   Adam(static_cast<float>(Env("LR", 1e-3))).Minimize(b, loss);  // + backward and updates
 
   Scope scope;
-  Executor().Run(startup.desc(), &scope);                  // initialise parameters, once
+  Executor().Run(startup.desc(), &scope);  // initialise parameters, once
   ExecutionStrategy strategy;
   strategy.num_threads = static_cast<int>(Env("THREADS", 1));
   ParallelExecutor step(main.desc(), {Place::Cpu()}, &scope, strategy);  // spawned once
   ParallelExecutor evaluate(eval.desc(), {Place::Cpu()}, &scope, strategy);
 
-  std::vector<int64_t> order(static_cast<size_t>(train.size())), all(static_cast<size_t>(test.size()));
+  std::vector<int64_t> order(static_cast<size_t>(train.size())),
+      all(static_cast<size_t>(test.size()));
   std::iota(all.begin(), all.end(), 0);
   std::mt19937_64 shuffle(seed);
   for (int epoch = 1; epoch <= epochs; ++epoch) {
@@ -66,12 +68,14 @@ int main() {
     double sum = 0;
     size_t steps = 0;
     for (size_t i = 0; i < order.size(); i += batch, ++steps) {
-      sum += step.Run(Batch(train, order, i, std::min(order.size(), i + batch)), {loss.name})[0].GetAsDouble(0);
+      sum += step.Run(Batch(train, order, i, std::min(order.size(), i + batch)), {loss.name})[0]
+                 .GetAsDouble(0);
     }
     double correct = 0;
     for (size_t i = 0; i < all.size(); i += 1000) {
       const size_t end = std::min(all.size(), i + 1000);
-      correct += evaluate.Run(Batch(test, all, i, end), {accuracy.name})[0].GetAsDouble(0) * double(end - i);
+      correct += evaluate.Run(Batch(test, all, i, end), {accuracy.name})[0].GetAsDouble(0) *
+                 double(end - i);
     }
     std::printf("epoch %d: train loss %.4f, test accuracy %.4f\n", epoch, sum / double(steps),
                 correct / double(all.size()));

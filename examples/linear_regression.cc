@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <random>
 
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
 
 using namespace rill;
 
@@ -44,7 +44,8 @@ int main() {
       }
       ys.mutable_data<float>()[r] = target;
     }
-    last_loss = static_cast<float>(exe.Run(*step, {{"x", xs}, {"y", ys}}, {loss.name})[0].GetAsDouble(0));
+    last_loss =
+        static_cast<float>(exe.Run(*step, {{"x", xs}, {"y", ys}}, {loss.name})[0].GetAsDouble(0));
   }
 
   // 4. The fc layer's parameters should now be the true ones.

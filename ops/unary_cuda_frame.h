@@ -12,8 +12,8 @@
 
 #include "ops/math/unary.h"
 #include "ops/nn/activation_grad.h"
+#include "rill/kernel_context.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
 
 namespace rill {
 

@@ -2,7 +2,7 @@
 
 #include <vector>
 
-#include "runtime/op_desc.h"
+#include "rill/op_desc.h"
 
 namespace rill {
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "runtime/op_schema.h"
+#include "rill/op_schema.h"
 
 namespace rill {
 

@@ -6,9 +6,9 @@
 // elementwise.h): float32 and float64 only, as there.
 #include "ops/math/binary_cuda.h"
 #include "ops/math/elementwise.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

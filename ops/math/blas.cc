@@ -21,24 +21,20 @@ template <>
 void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, const float* b, float beta, float* c) {
   if (HandledAsEmpty(m, n, k, beta, c)) return;
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(trans_a ? m : k), b, static_cast<blasint>(trans_b ? k : n), beta, c,
-              static_cast<blasint>(n));
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), alpha, a, static_cast<blasint>(trans_a ? m : k), b,
+              static_cast<blasint>(trans_b ? k : n), beta, c, static_cast<blasint>(n));
 }
 
 template <>
 void Gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                   const double* a, const double* b, double beta, double* c) {
   if (HandledAsEmpty(m, n, k, beta, c)) return;
-  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans,
-              static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), alpha, a,
-              static_cast<blasint>(trans_a ? m : k), b, static_cast<blasint>(trans_b ? k : n), beta, c,
-              static_cast<blasint>(n));
+  cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
+              static_cast<blasint>(k), alpha, a, static_cast<blasint>(trans_a ? m : k), b,
+              static_cast<blasint>(trans_b ? k : n), beta, c, static_cast<blasint>(n));
 }
-
-void SetBlasThreads(int threads) { openblas_set_num_threads(threads < 1 ? 1 : threads); }
-
-int BlasThreads() { return openblas_get_num_threads(); }
 
 }  // namespace rill

@@ -3,8 +3,8 @@
 #include <utility>
 
 #include "ops/math/binary_grad.h"
-#include "runtime/error.h"
-#include "runtime/op_desc.h"
+#include "rill/error.h"
+#include "rill/op_desc.h"
 
 namespace rill {
 namespace {

@@ -11,9 +11,9 @@
 #include <algorithm>
 #include <string>
 
-#include "runtime/kernel_context.h"
-#include "runtime/op_schema.h"
-#include "runtime/shape_context.h"
+#include "rill/kernel_context.h"
+#include "rill/op_schema.h"
+#include "rill/shape_context.h"
 
 namespace rill {
 

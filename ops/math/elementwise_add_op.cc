@@ -1,6 +1,6 @@
 // elementwise_add: Out = X + Y, Y broadcast against X (see elementwise.h).
 #include "ops/math/elementwise.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {
@@ -12,8 +12,7 @@ void AddKernel(KernelContext& ctx) {
 // dX = dOut, dY = sum of dOut over the broadcast dims.
 void AddGradKernel(KernelContext& ctx) {
   ElementwiseBackward(
-      ctx, [](auto, auto, auto dout) { return dout; },
-      [](auto, auto, auto dout) { return dout; });
+      ctx, [](auto, auto, auto dout) { return dout; }, [](auto, auto, auto dout) { return dout; });
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // elementwise_div: Out = X / Y, Y broadcast against X (see elementwise.h).
 // Division by zero follows IEEE 754 (inf or NaN), as in every framework.
 #include "ops/math/elementwise.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

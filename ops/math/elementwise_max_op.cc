@@ -1,7 +1,7 @@
 // elementwise_max: Out = max(X, Y), Y broadcast against X (see elementwise.h).
 // Where X == Y the gradient goes to Y, as in Fluid.
 #include "ops/math/elementwise.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

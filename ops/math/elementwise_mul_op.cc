@@ -1,6 +1,6 @@
 // elementwise_mul: Out = X * Y, Y broadcast against X (see elementwise.h).
 #include "ops/math/elementwise.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

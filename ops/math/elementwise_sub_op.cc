@@ -1,6 +1,6 @@
 // elementwise_sub: Out = X - Y, Y broadcast against X (see elementwise.h).
 #include "ops/math/elementwise.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {
@@ -12,8 +12,7 @@ void SubKernel(KernelContext& ctx) {
 // dX = dOut, dY = -sum of dOut over the broadcast dims.
 void SubGradKernel(KernelContext& ctx) {
   ElementwiseBackward(
-      ctx, [](auto, auto, auto dout) { return dout; },
-      [](auto, auto, auto dout) { return -dout; });
+      ctx, [](auto, auto, auto dout) { return dout; }, [](auto, auto, auto dout) { return -dout; });
 }
 
 }  // namespace

@@ -20,10 +20,10 @@
 #include <climits>
 #include <cstdint>
 
+#include "rill/error.h"
+#include "rill/shape.h"
 #include "runtime/device/cublas_handle.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/error.h"
-#include "runtime/shape.h"
 
 namespace rill::cuda {
 

@@ -13,9 +13,9 @@
 // gradient outputs are not computed; a missing Out@GRAD gives zeros.
 #include "ops/math/gemm_cuda.h"
 #include "ops/math/mul_matmul_operands.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

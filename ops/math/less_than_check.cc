@@ -1,7 +1,7 @@
 // The input checks of less_than (less_than_check.h).
 #include "ops/math/less_than_check.h"
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill {
 

@@ -2,7 +2,7 @@
 // and its CUDA kernel (norm_compare_op_cuda.cc): one order, one wording.
 #pragma once
 
-#include "runtime/tensor.h"
+#include "rill/tensor.h"
 
 namespace rill {
 

@@ -1,9 +1,9 @@
 // less_than: Out = int32(X < Y), elementwise; Y has X's shape or one element.
 // Rill has no bool type: comparisons give int32 0/1 (a while condition).
 #include "ops/math/less_than_check.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
-#include "runtime/shape_context.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
+#include "rill/shape_context.h"
 
 namespace rill {
 namespace {

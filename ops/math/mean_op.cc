@@ -1,7 +1,7 @@
 // mean: Out [1] = the mean of every element of X (NaN for an empty X, as in
 // NumPy and PyTorch).
 #include "ops/math/reduce_to_one.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {
@@ -14,9 +14,8 @@ void MeanKernel(KernelContext& ctx) {
 
 // X@GRAD = Out@GRAD / numel(X) everywhere.
 void MeanGradKernel(KernelContext& ctx) {
-  ReduceToOneBackward(ctx, [](auto, auto dout, int64_t n) {
-    return dout / static_cast<decltype(dout)>(n);
-  });
+  ReduceToOneBackward(
+      ctx, [](auto, auto dout, int64_t n) { return dout / static_cast<decltype(dout)>(n); });
 }
 
 }  // namespace

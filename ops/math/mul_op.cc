@@ -6,8 +6,8 @@
 #include "ops/math/binary_grad.h"
 #include "ops/math/blas.h"
 #include "ops/math/mul_matmul_operands.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

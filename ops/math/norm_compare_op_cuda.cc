@@ -8,9 +8,9 @@
 #include "ops/math/less_than_check.h"
 #include "ops/math/norm_compare_cuda.h"
 #include "ops/math/reduce_to_one_cuda.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

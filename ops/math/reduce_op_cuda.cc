@@ -9,9 +9,9 @@
 #include "ops/math/reduce_cuda.h"
 #include "ops/math/reduce_to_one_cuda.h"
 #include "ops/math/sum.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

@@ -3,7 +3,7 @@
 // X@GRAD = grad(x, Out@GRAD[0], n) elementwise.
 #pragma once
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

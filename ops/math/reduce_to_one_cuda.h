@@ -10,8 +10,8 @@
 
 #include <cstdint>
 
+#include "rill/kernel_context.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
 
 namespace rill {
 

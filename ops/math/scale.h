@@ -3,7 +3,7 @@
 // converted to the data's type before use.
 #pragma once
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

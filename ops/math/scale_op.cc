@@ -1,7 +1,7 @@
 // scale: Out = scale * X + bias (bias_after_scale) or scale * (X + bias).
 #include "ops/math/scale.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

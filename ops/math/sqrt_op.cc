@@ -2,7 +2,7 @@
 #include <cmath>
 
 #include "ops/math/unary.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

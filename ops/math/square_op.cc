@@ -1,6 +1,6 @@
 // square: Out = X * X, elementwise.
 #include "ops/math/unary.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {
@@ -24,13 +24,14 @@ RILL_REGISTER_OP(square, OpSchema("square")
                              .CpuKernel(SquareKernel)
                              .DefaultGrad());
 
-RILL_REGISTER_OP(square_grad, OpSchema("square_grad")
-                                  .Doc("X@GRAD = 2 X Out@GRAD.")
-                                  .Input("X", "the forward X")
-                                  .Input("Out", "the forward Out (unused)", kOptional)
-                                  .Input("Out@GRAD", "gradient of Out; absent means zero", kOptional)
-                                  .Output("X@GRAD", "gradient of X", kOptional)
-                                  .InferShape(SameShapeAs("X", "X@GRAD"))
-                                  .CpuKernel(SquareGradKernel));
+RILL_REGISTER_OP(square_grad,
+                 OpSchema("square_grad")
+                     .Doc("X@GRAD = 2 X Out@GRAD.")
+                     .Input("X", "the forward X")
+                     .Input("Out", "the forward Out (unused)", kOptional)
+                     .Input("Out@GRAD", "gradient of Out; absent means zero", kOptional)
+                     .Output("X@GRAD", "gradient of X", kOptional)
+                     .InferShape(SameShapeAs("X", "X@GRAD"))
+                     .CpuKernel(SquareGradKernel));
 
 }  // namespace rill

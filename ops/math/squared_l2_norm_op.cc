@@ -1,7 +1,7 @@
 // squared_l2_norm: Out [1] = the sum of X's squared elements (gradient
 // clipping by global norm sums these over every gradient).
 #include "ops/math/reduce_to_one.h"
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

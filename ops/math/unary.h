@@ -5,7 +5,7 @@
 // (unary_op_cuda.cc; the forward one also with activation_op_cuda.cc).
 #pragma once
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

@@ -6,9 +6,9 @@
 #include "ops/math/scale.h"
 #include "ops/math/unary_cuda.h"
 #include "ops/unary_cuda_frame.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

@@ -1,8 +1,8 @@
 // accuracy: the fraction of rows whose label is among their top-k predicted
 // indices (as produced by top_k). Not differentiable.
 #include "ops/nn/softmax_util.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

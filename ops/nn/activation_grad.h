@@ -4,7 +4,7 @@
 // kernels (activation_op_cuda.cc).
 #pragma once
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

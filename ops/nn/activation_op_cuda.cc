@@ -5,9 +5,9 @@
 // activation_grad.h), through ops/unary_cuda_frame.h.
 #include "ops/nn/activation_cuda.h"
 #include "ops/unary_cuda_frame.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

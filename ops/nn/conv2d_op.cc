@@ -5,10 +5,10 @@
 #include "ops/math/blas.h"
 #include "ops/nn/conv_pool_geometry.h"
 #include "ops/nn/im2col.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_desc.h"
-#include "runtime/op_registry.h"
-#include "runtime/shape_context.h"
+#include "rill/kernel_context.h"
+#include "rill/op_desc.h"
+#include "rill/op_registry.h"
+#include "rill/shape_context.h"
 
 namespace rill {
 namespace {

@@ -19,9 +19,9 @@
 
 #include "ops/nn/conv_cuda.h"
 #include "ops/nn/conv_pool_geometry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernel_context.h"
-#include "runtime/shape_context.h"
+#include "rill/kernel_context.h"
+#include "rill/shape_context.h"
 
 namespace rill {
 namespace {

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "ops/nn/window2d.h"
-#include "runtime/shape.h"
+#include "rill/shape.h"
 
 namespace rill {
 

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <random>
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

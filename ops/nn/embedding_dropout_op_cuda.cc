@@ -27,9 +27,9 @@
 #include "ops/nn/dropout_util.h"
 #include "ops/nn/embedding_dropout_cuda.h"
 #include "ops/nn/lookup_table_util.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

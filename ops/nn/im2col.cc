@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill {
 namespace {

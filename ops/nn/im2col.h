@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "ops/nn/window2d.h"
-#include "runtime/op_schema.h"
+#include "rill/op_schema.h"
 
 namespace rill {
 

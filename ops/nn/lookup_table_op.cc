@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "ops/nn/lookup_table_util.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

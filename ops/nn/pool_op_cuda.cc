@@ -4,9 +4,9 @@
 // launching on (CudaStream::Current()); device code in pool_cuda.cu.
 #include "ops/nn/conv_pool_geometry.h"
 #include "ops/nn/pool_cuda.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

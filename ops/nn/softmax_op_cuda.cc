@@ -10,9 +10,9 @@
 // stream) and throws the CPU kernels' error for it.
 #include "ops/nn/softmax_cuda.h"
 #include "ops/nn/softmax_util.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

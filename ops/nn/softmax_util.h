@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

@@ -10,8 +10,8 @@
 #endif
 
 #include "ops/optimizer/optimizer_util.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

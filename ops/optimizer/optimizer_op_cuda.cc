@@ -7,9 +7,9 @@
 // inputs (in place); the kernels also write separate outputs.
 #include "ops/optimizer/optimizer_cuda.h"
 #include "ops/optimizer/optimizer_util.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

@@ -6,8 +6,8 @@
 #pragma once
 
 #include "ops/decimal_double.h"
-#include "runtime/kernel_context.h"
-#include "runtime/selected_rows.h"
+#include "rill/kernel_context.h"
+#include "rill/selected_rows.h"
 
 namespace rill {
 

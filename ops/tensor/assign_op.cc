@@ -1,8 +1,8 @@
 // assign: Out = a copy of X. Its gradient is an assign of Out@GRAD.
 #include <vector>
 
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "ops/tensor/shape_util.h"
-#include "runtime/op_desc.h"
+#include "rill/op_desc.h"
 
 namespace rill {
 namespace {

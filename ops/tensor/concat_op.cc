@@ -4,8 +4,8 @@
 
 #include "ops/tensor/axis_layout.h"
 #include "ops/tensor/shape_util.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

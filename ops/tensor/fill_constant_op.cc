@@ -1,7 +1,7 @@
 // fill_constant: Out = a tensor of the given shape and type, every element `value`.
 #include "ops/tensor/fill_constant_util.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

@@ -3,7 +3,7 @@
 // every place.
 #pragma once
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

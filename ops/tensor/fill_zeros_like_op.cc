@@ -1,8 +1,8 @@
 // fill_zeros_like: Out = zeros with X's shape and type.
 #include <cstring>
 
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

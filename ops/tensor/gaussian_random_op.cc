@@ -2,8 +2,8 @@
 #include <limits>
 
 #include "ops/tensor/random_fill.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

@@ -4,7 +4,7 @@
 // draws the same numbers in the same order, bit for bit.
 #pragma once
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

@@ -8,9 +8,9 @@
 // parameters. The copy is queued on the stream the executor is launching on
 // (CudaStream::Current()) and waited for before the host tensor is freed.
 #include "ops/tensor/random_fill.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

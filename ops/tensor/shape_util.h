@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernel_context.h"
+#include "rill/kernel_context.h"
 
 namespace rill {
 

@@ -4,9 +4,9 @@
 // tensor_cuda.cu. Every data type the CPU kernels take is taken here.
 #include "ops/tensor/fill_constant_util.h"
 #include "ops/tensor/tensor_cuda.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

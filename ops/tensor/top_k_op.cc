@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "ops/tensor/top_k_util.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

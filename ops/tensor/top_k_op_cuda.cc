@@ -11,9 +11,9 @@
 #include "ops/tensor/tensor_cuda.h"
 #include "ops/tensor/top_k_cuda.h"
 #include "ops/tensor/top_k_util.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
 
 namespace rill {
 namespace {

@@ -1,7 +1,7 @@
 // uniform_random: Out = values drawn uniformly from [min, max).
 #include "ops/tensor/random_fill.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 namespace {

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "runtime/device/device_stream.h"
+#include "rill/device_stream.h"
 
 namespace rill {
 

@@ -3,8 +3,8 @@
 #include <map>
 #include <utility>
 
+#include "rill/error.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/error.h"
 
 namespace rill {
 namespace {

@@ -7,8 +7,8 @@
 #include <mutex>
 #include <vector>
 
+#include "rill/error.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/error.h"
 
 namespace rill {
 namespace {

@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-#include "runtime/device/device_memory.h"
+#include "rill/device_memory.h"
 
 namespace rill {
 

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill {
 namespace {

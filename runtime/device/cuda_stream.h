@@ -10,7 +10,7 @@
 #include <mutex>
 #include <string>
 
-#include "runtime/device/device_stream.h"
+#include "rill/device_stream.h"
 
 namespace rill {
 

@@ -1,10 +1,10 @@
-#include "runtime/device/device.h"
+#include "rill/device.h"
 
 #include <cstring>
 
+#include "rill/device_memory.h"
+#include "rill/error.h"
 #include "runtime/device/async_cpu_stream.h"
-#include "runtime/device/device_memory.h"
-#include "runtime/error.h"
 
 #ifdef RILL_WITH_CUDA
 #include "runtime/device/cuda_memory.h"

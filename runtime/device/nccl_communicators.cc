@@ -1,8 +1,8 @@
-#include "runtime/device/nccl_communicators.h"
+#include "rill/nccl_communicators.h"
 
 #include <mutex>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 #ifdef RILL_WITH_CUDA
 #include <nccl.h>

@@ -4,10 +4,10 @@
 #include <map>
 #include <utility>
 
-#include "runtime/data_type.h"
-#include "runtime/error.h"
-#include "runtime/op_desc.h"
-#include "runtime/var_index.h"
+#include "rill/data_type.h"
+#include "rill/error.h"
+#include "rill/op_desc.h"
+#include "runtime/desc/var_index.h"
 
 namespace rill {
 namespace {
@@ -44,7 +44,8 @@ std::vector<Gradient> ParameterGradients(const proto::BlockDesc& block, const Va
     if (desc == nullptr) continue;
     Gradient g{var.name(), grad, -1, DeclaredBytes(*desc)};
     for (int i = 0; i < block.ops_size(); ++i) {
-      if (block.ops(i).role() == proto::ROLE_BACKWARD && Writes(block.ops(i), grad)) g.last_write = i;
+      if (block.ops(i).role() == proto::ROLE_BACKWARD && Writes(block.ops(i), grad))
+        g.last_write = i;
     }
     if (g.last_write >= 0) grads.push_back(std::move(g));
   }
@@ -168,8 +169,8 @@ DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_i
     if (op.role() != proto::ROLE_LOSS_GRAD || !plan.loss_scale.empty()) continue;
     const std::string loss_grad = OutputVar(op, "Out");
     const proto::VarDesc* desc = vars.Find(loss_grad);
-    RILL_CHECK(desc != nullptr, kInvalidArgument, "block ", block_index, ", op ", i,
-               " (", op.type(), "): the loss gradient \"", loss_grad, "\" is not declared");
+    RILL_CHECK(desc != nullptr, kInvalidArgument, "block ", block_index, ", op ", i, " (",
+               op.type(), "): the loss gradient \"", loss_grad, "\" is not declared");
     proto::VarDesc* scale = block->add_vars();
     scale->set_name(kLossScaleVar);
     scale->set_kind(proto::DENSE_TENSOR);

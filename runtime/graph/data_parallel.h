@@ -24,29 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "proto/program.pb.h"
-#include "runtime/gradient_compression.h"
+#include "rill/build_strategy.h"
+#include "rill/proto/program.pb.h"
 
 namespace rill {
-
-enum class ReduceStrategy {
-  kAllReduce,  // every place keeps the parameters and updates them
-  kReduce,     // one copy of each parameter, updated by its owner place
-};
-
-struct BuildStrategy {
-  ReduceStrategy reduce = ReduceStrategy::kAllReduce;
-  // Gradients under this many bytes are merged together, in buckets of up to
-  // this size (0: every gradient on its own).
-  int64_t fuse_bytes = 256 * 1024;
-  // Each place's contribution to a merge is quantized (with its own error
-  // feedback) and the merge sums what the codes read back, in float32; the
-  // result goes back at full precision. Gradients with fewer elements than
-  // compression_min_elements (selected rows: rows of the dense tensor times
-  // its width) stay float32 (runtime/gradient_compression.h).
-  GradientCompression gradient_compression = GradientCompression::kNone;
-  int64_t compression_min_elements = kCompressionMinElements;
-};
 
 // Where the op at one index of the planned block runs.
 struct OpPlacement {

@@ -4,7 +4,7 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "runtime/op_desc.h"
+#include "rill/op_desc.h"
 
 namespace rill {
 namespace {

@@ -6,9 +6,9 @@
 
 #include <cstdint>
 
-#include "proto/program.pb.h"
+#include "rill/proto/program.pb.h"
+#include "runtime/desc/var_index.h"
 #include "runtime/graph/ssa_graph.h"
-#include "runtime/var_index.h"
 
 namespace rill {
 

@@ -7,14 +7,14 @@
 #include <unordered_set>
 #include <utility>
 
-#include "runtime/error.h"
-#include "runtime/graph/block_access.h"
+#include "rill/error.h"
+#include "rill/op_desc.h"
+#include "rill/op_registry.h"
+#include "runtime/desc/block_access.h"
+#include "runtime/desc/var_index.h"
 #include "runtime/graph/data_parallel.h"
 #include "runtime/graph/op_cost.h"
 #include "runtime/graph/stream_assignment.h"
-#include "runtime/op_desc.h"
-#include "runtime/op_registry.h"
-#include "runtime/var_index.h"
 
 namespace rill {
 namespace {

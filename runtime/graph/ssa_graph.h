@@ -22,19 +22,19 @@
 #include <string>
 #include <vector>
 
-#include "proto/program.pb.h"
+#include "rill/place.h"
+#include "rill/proto/program.pb.h"
 #include "runtime/graph/data_parallel.h"
-#include "runtime/place.h"
 
 namespace rill {
 
 // One version of one variable on one place.
 struct VarNode {
   int id = 0;
-  std::string name;     // the variable; a control edge's dummy has a name of its own
-  int version = 0;      // 0: the value before the block runs
-  int place = 0;        // index into SsaGraph::places; -1 for the copy all places share
-  int producer = -1;    // op node id; -1 when nothing in the block produces it
+  std::string name;            // the variable; a control edge's dummy has a name of its own
+  int version = 0;             // 0: the value before the block runs
+  int place = 0;               // index into SsaGraph::places; -1 for the copy all places share
+  int producer = -1;           // op node id; -1 when nothing in the block produces it
   std::vector<int> consumers;  // op node ids
   bool control = false;        // a hazard edge: orders two ops, carries no data
   bool persistable = false;    // declared persistable (parameters, optimizer state)
@@ -49,23 +49,17 @@ enum class OpNodeKind {
 struct OpNode {
   int id = 0;
   OpNodeKind kind = OpNodeKind::kCompute;
-  int op_index = -1;    // index of the op in its block; -1 for feed nodes
-  std::string type;     // the op type, or "feed"
-  int place = 0;        // index into SsaGraph::places; -1 for a collective
-  int stream = 0;       // stream of the place the op runs on
+  int op_index = -1;  // index of the op in its block; -1 for feed nodes
+  std::string type;   // the op type, or "feed"
+  int place = 0;      // index into SsaGraph::places; -1 for a collective
+  int stream = 0;     // stream of the place the op runs on
   proto::OpRole role = proto::ROLE_FORWARD;
-  int collective = -1;  // for collectives: the order every place issues them in
-  double cost_ns = 0;   // estimated run time, used to assign streams
+  int collective = -1;            // for collectives: the order every place issues them in
+  double cost_ns = 0;             // estimated run time, used to assign streams
   std::vector<int> inputs;        // var node ids read (control dummies included)
   std::vector<int> outputs;       // var node ids written (control dummies included)
   std::vector<int> predecessors;  // op node ids this op waits for, sorted, unique
   std::vector<int> successors;    // op node ids waiting for this op, sorted, unique
-};
-
-// How ops are spread over the streams of a place.
-enum class StreamAssignment {
-  kCostModel,   // list scheduling over estimated costs (stream_assignment.h)
-  kRoundRobin,  // op i on stream i % streams: the most cross-stream traffic, for tests
 };
 
 struct GraphOptions {

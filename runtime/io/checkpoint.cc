@@ -1,5 +1,5 @@
 // Checkpoint files: persistable variables as a serialized proto::TensorSet.
-#include "runtime/io/checkpoint.h"
+#include "rill/checkpoint.h"
 
 #include <google/protobuf/stubs/logging.h>
 
@@ -11,8 +11,8 @@
 #include <set>
 #include <utility>
 
-#include "runtime/io/program_io.h"
-#include "runtime/op_desc.h"
+#include "rill/op_desc.h"
+#include "rill/program_io.h"
 
 namespace rill {
 namespace {

@@ -1,7 +1,7 @@
 // NumPy .npy reading and writing: the magic string and version, the header
 // (a Python dict literal naming descr, fortran_order and shape), then the
 // raw element bytes.
-#include "runtime/io/npy.h"
+#include "rill/npy.h"
 
 #include <algorithm>
 #include <bit>
@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "runtime/io/program_io.h"
+#include "rill/program_io.h"
 
 namespace rill {
 namespace {

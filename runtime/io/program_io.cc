@@ -1,6 +1,6 @@
 // Program files: text/binary parsing with located errors, saving, and the
 // readable listing used by `rill print`.
-#include "runtime/io/program_io.h"
+#include "rill/program_io.h"
 
 #include <fcntl.h>
 #include <google/protobuf/io/tokenizer.h>
@@ -18,8 +18,8 @@
 #include <sstream>
 #include <vector>
 
-#include "runtime/data_type.h"
-#include "runtime/error.h"
+#include "rill/data_type.h"
+#include "rill/error.h"
 
 namespace rill {
 namespace {

@@ -1,6 +1,6 @@
 // Channel<T>: buffering, rendezvous, close, timeouts, asynchronous operations,
 // and many producers and consumers over one channel (plain threads and fibers).
-#include "actors/channel.h"
+#include "rill/channel.h"
 
 #include <gtest/gtest.h>
 
@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "actors/fiber_pool.h"
-#include "actors/wait_group.h"
-#include "runtime/error.h"
+#include "actors/channels/fiber_pool.h"
+#include "rill/error.h"
+#include "rill/wait_group.h"
 
 namespace rill {
 namespace {

@@ -8,11 +8,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/gradient_compression.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
+#include "runtime/graph/gradient_compression.h"
 #include "tests/testing/gradient_check.h"
 #include "tests/testing/training.h"
 

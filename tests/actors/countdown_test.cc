@@ -1,6 +1,6 @@
 // Tests of the primitives under the hot path: the generation-tagged
 // countdown and the intrusive MPSC queue, alone and under contention.
-#include "actors/countdown.h"
+#include "actors/executor/countdown.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "actors/mpsc_queue.h"
+#include "actors/executor/mpsc_queue.h"
 
 namespace rill {
 namespace {

@@ -8,13 +8,13 @@
 #include <cstring>
 #include <functional>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_desc.h"
-#include "runtime/op_registry.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/kernel_context.h"
+#include "rill/op_desc.h"
+#include "rill/op_registry.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
 #include "tests/testing/gradient_check.h"
 #include "tests/testing/training.h"
 

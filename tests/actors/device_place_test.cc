@@ -10,11 +10,11 @@
 
 #include <string>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
-#include "runtime/device/device.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/device.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
 #include "tests/testing/gradient_check.h"
 #include "tests/testing/training.h"
 

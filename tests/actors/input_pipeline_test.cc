@@ -2,7 +2,7 @@
 // batches in order and split over places, the end of an epoch as closed
 // channels, prompt stops; and a read op feeding training gives the losses
 // that feeding the same batches gives.
-#include "actors/input_pipeline.h"
+#include "rill/input_pipeline.h"
 
 #include <gtest/gtest.h>
 
@@ -12,10 +12,10 @@
 #include <random>
 #include <thread>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
 
 namespace rill {
 namespace {

@@ -1,7 +1,7 @@
 // Network helpers: endpoints parse or are refused clearly; an actor published
 // by one actor system answers wire bytes sent by another over loopback;
 // connecting where nothing listens fails in bounded time naming the endpoint.
-#include "actors/network.h"
+#include "actors/distributed/network.h"
 
 #include <gtest/gtest.h>
 
@@ -12,10 +12,11 @@
 #include <chrono>
 #include <cstring>
 
-#include "actors/runtime.h"
-#include "actors/wire.h"
-#include "actors/wire_atom.h"
-#include "runtime/error.h"
+#include "actors/distributed/wire.h"
+#include "actors/distributed/wire_atom.h"
+#include "actors/executor/runtime_internals.h"
+#include "rill/error.h"
+#include "rill/runtime.h"
 #include "tests/testing/ports.h"
 
 namespace rill {
@@ -75,19 +76,19 @@ TEST(NetworkTest, BadEndpointsAreRefusedNamingTheText) {
 TEST(NetworkTest, WireBytesTravelBetweenTwoActorSystems) {
   Runtime server(2, 1, /*network=*/true);
   Runtime client(2, 1, /*network=*/true);
-  caf::actor echo = server.system().spawn<EchoServer>();
-  const uint16_t port = Publish(server.system(), echo, ParseEndpoint("127.0.0.1:0"));
+  caf::actor echo = ActorSystemOf(server).spawn<EchoServer>();
+  const uint16_t port = Publish(ActorSystemOf(server), echo, ParseEndpoint("127.0.0.1:0"));
   EXPECT_NE(port, 0);
   Tensor value(DataType::kFloat32, {256, 4});
   float* data = value.mutable_data<float>();
   for (int64_t i = 0; i < value.numel(); ++i) data[i] = 0.25f * static_cast<float>(i);
   {
-    caf::actor remote = Connect(client.system(), Endpoint{"127.0.0.1", port}, 5s);
-    caf::scoped_actor self{client.system()};
+    caf::actor remote = Connect(ActorSystemOf(client), Endpoint{"127.0.0.1", port}, 5s);
+    caf::scoped_actor self{ActorSystemOf(client)};
     std::string reply;
     self->request(remote, 5s, wire_atom::value, EncodeWire(WirePush("w@GRAD", 8, value)))
         .receive([&](wire_atom, std::string& bytes) { reply = std::move(bytes); },
-                 [&](caf::error& e) { ADD_FAILURE() << client.system().render(e); });
+                 [&](caf::error& e) { ADD_FAILURE() << ActorSystemOf(client).render(e); });
     const proto::WireMessage answer = DecodeWire(reply, WireLimits{}, "the test server");
     EXPECT_EQ(answer.kind(), proto::WireMessage::VALUE);
     EXPECT_EQ(answer.var(), "w@GRAD");
@@ -99,7 +100,7 @@ TEST(NetworkTest, WireBytesTravelBetweenTwoActorSystems) {
   // The same port again is taken.
   ExpectError(
       [&] {
-        Publish(server.system(), echo, Endpoint{"127.0.0.1", port});
+        Publish(ActorSystemOf(server), echo, Endpoint{"127.0.0.1", port});
       },
       ErrorCode::kIo, StrCat("cannot publish on 127.0.0.1:", port));
   // A published actor never becomes unreachable: end it, or ~actor_system waits forever.
@@ -112,7 +113,7 @@ TEST(NetworkTest, ConnectingWhereNothingListensFailsInBoundedTime) {
   const auto start = std::chrono::steady_clock::now();
   ExpectError(
       [&] {
-        Connect(client.system(), Endpoint{"127.0.0.1", port}, 300ms);
+        Connect(ActorSystemOf(client), Endpoint{"127.0.0.1", port}, 300ms);
       },
       ErrorCode::kUnavailable, StrCat("cannot connect to 127.0.0.1:", port, " within 300 ms"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
@@ -122,13 +123,13 @@ TEST(NetworkTest, WithoutTheNetworkLayerPublishAndConnectFailClearly) {
   Runtime local(1);
   ExpectError(
       [&] {
-        Connect(local.system(), Endpoint{"127.0.0.1", 1}, 100ms);
+        Connect(ActorSystemOf(local), Endpoint{"127.0.0.1", 1}, 100ms);
       },
       ErrorCode::kInvalidArgument, "construct the Runtime with network = true");
-  caf::actor echo = local.system().spawn<EchoServer>();
+  caf::actor echo = ActorSystemOf(local).spawn<EchoServer>();
   ExpectError(
       [&] {
-        Publish(local.system(), echo, Endpoint{"127.0.0.1", 0});
+        Publish(ActorSystemOf(local), echo, Endpoint{"127.0.0.1", 0});
       },
       ErrorCode::kInvalidArgument, "cannot publish on 127.0.0.1:0");
   caf::anon_send_exit(echo, caf::exit_reason::user_shutdown);

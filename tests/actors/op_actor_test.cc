@@ -2,20 +2,21 @@
 // state across iterations, results published on a channel the trainer reads,
 // done called later from another thread, errors failing the iteration with
 // the op's name, traced like other ops; the reference executor refuses it.
-#include "actors/op_actor.h"
+#include "rill/op_actor.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <thread>
 
-#include "actors/channel.h"
-#include "actors/parallel_executor.h"
-#include "actors/trace_recorder.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/op_registry.h"
-#include "runtime/optimizer.h"
+#include "actors/executor/graph_of.h"
+#include "rill/builder.h"
+#include "rill/channel.h"
+#include "rill/executor.h"
+#include "rill/op_registry.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
+#include "rill/trace_recorder.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
@@ -154,7 +155,7 @@ TEST_P(OpActorTest, KeepsStateAcrossStepsAndPublishesOnAChannel) {
   int spans = 0;
   for (const TraceEvent& e : trace->Events()) {
     spans += e.kind == TraceEventKind::kKernel &&
-             exe.graph().ops[static_cast<size_t>(e.node)].type == "test_grad_norms";
+             GraphOf(exe).ops[static_cast<size_t>(e.node)].type == "test_grad_norms";
   }
   EXPECT_EQ(spans, 6);
 }

@@ -5,10 +5,10 @@
 
 #include <cmath>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
@@ -64,7 +64,8 @@ TEST(ParallelDoTest, TrainsLikeThePlainProgram) {
       auto step = reference.Prepare(plain.main.desc(), &plain_scope);
       ParallelExecutor exe(parallel.main.desc(), {Place::Cpu()}, &parallel_scope);
       for (int s = 0; s < 10; ++s) {
-        const double want = reference.Run(*step, Batch(s, rows), {plain.loss.name})[0].GetAsDouble(0);
+        const double want =
+            reference.Run(*step, Batch(s, rows), {plain.loss.name})[0].GetAsDouble(0);
         const double got = exe.Run(Batch(s, rows), {parallel.loss.name})[0].GetAsDouble(0);
         EXPECT_NEAR(got, want, 1e-10 * (1 + std::abs(want))) << "loss at step " << s;
       }

@@ -1,6 +1,6 @@
 // The actor executor against the reference executor: same programs, same
 // feeds, bit-identical results; and what happens when things go wrong.
-#include "actors/parallel_executor.h"
+#include "rill/parallel_executor.h"
 
 #include <gtest/gtest.h>
 
@@ -9,11 +9,11 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
+#include "rill/optimizer.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/op_desc.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/op_desc.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {

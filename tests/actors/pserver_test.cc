@@ -4,7 +4,7 @@
 // run on the global batch; bad messages and bad tokens are refused while the
 // server keeps serving; a silent trainer ends the job with its name; a
 // restarted server resumes from its checkpoint.
-#include "actors/pserver.h"
+#include "rill/pserver.h"
 
 #include <gtest/gtest.h>
 
@@ -15,15 +15,17 @@
 #include <future>
 #include <thread>
 
-#include "actors/network.h"
-#include "actors/parallel_executor.h"
-#include "actors/runtime.h"
-#include "actors/trainer_client.h"
-#include "actors/wire_atom.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
-#include "runtime/transpiler.h"
+#include "actors/distributed/network.h"
+#include "actors/distributed/wire.h"
+#include "actors/distributed/wire_atom.h"
+#include "actors/executor/runtime_internals.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
+#include "rill/runtime.h"
+#include "rill/trainer_client.h"
+#include "rill/transpiler.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
@@ -234,8 +236,8 @@ TEST(ParameterServer, RejectsBadMessagesAndTokensAndKeepsServing) {
   Servers servers(m, 2, 1, options);
   auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
   {
-    caf::scoped_actor self{runtime->system()};
-    caf::actor server = Connect(runtime->system(), ParseEndpoint(servers.endpoints[0]), 5s);
+    caf::scoped_actor self{ActorSystemOf(*runtime)};
+    caf::actor server = Connect(ActorSystemOf(*runtime), ParseEndpoint(servers.endpoints[0]), 5s);
     proto::WireMessage answer = Ask(self, server, "\x08\xff garbage \x12");
     EXPECT_EQ(answer.kind(), proto::WireMessage::ERROR);
     EXPECT_NE(answer.error().find("rejected"), std::string::npos) << answer.error();
@@ -280,8 +282,8 @@ TEST(ParameterServer, SilentTrainerEndsTheJobNamingIt) {
   options.peer_timeout = 600ms;
   Servers servers(m, 2, 1, options);
   auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
-  caf::scoped_actor self{runtime->system()};
-  caf::actor server = Connect(runtime->system(), ParseEndpoint(servers.endpoints[0]), 5s);
+  caf::scoped_actor self{ActorSystemOf(*runtime)};
+  caf::actor server = Connect(ActorSystemOf(*runtime), ParseEndpoint(servers.endpoints[0]), 5s);
   ASSERT_EQ(Ask(self, server, EncodeWire(WireHello(1, ""))).kind(), proto::WireMessage::HELLO);
   TrainerClientOptions options0 = ClientOptions(0, servers.endpoints);
   options0.heartbeat = 100ms;

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <random>
 
-#include "runtime/op_desc.h"
-#include "runtime/validate.h"
+#include "rill/op_desc.h"
+#include "rill/validate.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
@@ -36,14 +36,14 @@ class Generator {
     for (int it = 0; it < iterations; ++it) {
       FeedList feeds;
       for (int i = 0; i < inputs; ++i) {
-        feeds.push_back({"in" + std::to_string(i),
-                         RandomTensor({kN, kN}, rng_(), -1, 1, DataType::kFloat32)});
+        feeds.push_back(
+            {"in" + std::to_string(i), RandomTensor({kN, kN}, rng_(), -1, 1, DataType::kFloat32)});
       }
       out.feeds.push_back(feeds);
     }
     for (int i = 0; i < params; ++i) {
-      out.state.push_back({"p" + std::to_string(i),
-                           RandomTensor({kN, kN}, rng_(), -0.5, 0.5, DataType::kFloat32)});
+      out.state.push_back(
+          {"p" + std::to_string(i), RandomTensor({kN, kN}, rng_(), -0.5, 0.5, DataType::kFloat32)});
     }
     out.writes_state = writes_state_;
     Validate(out.program);
@@ -69,7 +69,9 @@ class Generator {
     return std::find(persistables_.begin(), persistables_.end(), name) != persistables_.end();
   }
 
-  const std::string& AnySquare() { return squares_[Uniform(0, static_cast<int>(squares_.size()) - 1)]; }
+  const std::string& AnySquare() {
+    return squares_[Uniform(0, static_cast<int>(squares_.size()) - 1)];
+  }
 
   // Where a square result goes: often a variable that exists (hazards), else a
   // new one. Ops that cannot compute in place (products, transpose) pass the
@@ -93,7 +95,8 @@ class Generator {
   }
 
   std::string ScalarOutput() {
-    if (!scalars_.empty() && Chance(0.3)) return scalars_[Uniform(0, static_cast<int>(scalars_.size()) - 1)];
+    if (!scalars_.empty() && Chance(0.3))
+      return scalars_[Uniform(0, static_cast<int>(scalars_.size()) - 1)];
     const std::string name = "s" + std::to_string(counter_++);
     Declare(name, {1}, false);
     return name;

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "proto/program.pb.h"
-#include "runtime/executor.h"
+#include "rill/executor.h"
+#include "rill/proto/program.pb.h"
 
 namespace rill::testing {
 
@@ -19,7 +19,7 @@ struct RandomProgram {
   std::vector<FeedList> feeds;  // one list per iteration
   FeedList state;               // initial values of the persistable variables
   std::vector<std::string> fetches;
-  bool writes_state = false;    // some op writes a persistable variable
+  bool writes_state = false;  // some op writes a persistable variable
 };
 
 // Deterministic for a seed. `iterations` feed lists are made.

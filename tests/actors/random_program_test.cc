@@ -1,14 +1,15 @@
 // Property test: hundreds of random programs (random DAGs, in-place rewrites,
 // several fetches) give bit-identical fetches on the actor executor and the
 // reference executor, at 1, 2 and 4 threads.
+#include "tests/actors/random_program.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
 
-#include "actors/parallel_executor.h"
-#include "runtime/executor.h"
-#include "runtime/io/program_io.h"
-#include "tests/actors/random_program.h"
+#include "rill/executor.h"
+#include "rill/parallel_executor.h"
+#include "rill/program_io.h"
 
 namespace rill::testing {
 namespace {

@@ -1,6 +1,6 @@
 // Select over several channels: ready cases, default, parking, timeouts,
 // closed channels, fairness, and many selecting consumers.
-#include "actors/select.h"
+#include "rill/select.h"
 
 #include <gtest/gtest.h>
 

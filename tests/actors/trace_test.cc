@@ -11,11 +11,12 @@
 #include <sstream>
 #include <thread>
 
-#include "actors/parallel_executor.h"
-#include "actors/trace_recorder.h"
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "actors/executor/graph_of.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
+#include "rill/trace_recorder.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
@@ -156,7 +157,7 @@ TEST(TraceTest, AnIterationRecordsOneMessagePerEdgeAndOneKernelPerOp) {
   const json t = Export(*trace);
   CheckFormat(t);
 
-  const SsaGraph& graph = exe.graph();
+  const SsaGraph& graph = GraphOf(exe);
   const EdgeCounts edges = CountEdges(graph);
   ASSERT_EQ(edges.data + edges.control, graph.EdgeCount());
   ASSERT_GT(edges.control, 0) << "the optimizer's writes order after the reads: control edges";
@@ -199,10 +200,10 @@ TEST(TraceTest, GradientMergesRecordChunksAndBarrierWaitsPerPlace) {
   CheckFormat(t);
   const int64_t collectives = exe.last_stats().collectives;
   ASSERT_GT(collectives, 0);
-  const EdgeCounts edges = CountEdges(exe.graph());
+  const EdgeCounts edges = CountEdges(GraphOf(exe));
   for (int i = 0; i < 2; ++i) {
     EXPECT_EQ(Count(t, "s", "message", "data", i) + Count(t, "s", "message", "control", i),
-              exe.graph().EdgeCount());
+              GraphOf(exe).EdgeCount());
     EXPECT_EQ(Count(t, "s", "message", "data", i), edges.data);
     EXPECT_EQ(Count(t, "s", "message", "chunk", i), collectives * 2);
     EXPECT_EQ(Count(t, "X", "kernel", "allreduce chunk", i), collectives * 2);

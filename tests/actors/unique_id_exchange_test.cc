@@ -1,7 +1,7 @@
 // The unique id exchange over loopback, one Runtime per node in one process:
 // every node gets node 0's bytes; a node that never comes, a server that is
 // not there, and a node asking twice or out of range fail clearly and in time.
-#include "actors/unique_id_exchange.h"
+#include "rill/unique_id_exchange.h"
 
 #include <gtest/gtest.h>
 
@@ -16,8 +16,11 @@
 #include <random>
 #include <vector>
 
-#include "actors/runtime.h"
-#include "runtime/error.h"
+#include "actors/distributed/network.h"
+#include "actors/distributed/unique_id_atoms.h"
+#include "actors/executor/runtime_internals.h"
+#include "rill/error.h"
+#include "rill/runtime.h"
 #include "tests/testing/ports.h"
 
 namespace rill {
@@ -60,7 +63,7 @@ class Server {
     port_ = published->get_future();
     done_ = std::async(std::launch::async, [this, id, nodes, timeout, published] {
       try {
-        ServeUniqueId(runtime_->system(), kLoopback, id, nodes, timeout,
+        ServeUniqueId(*runtime_, kLoopback, id, nodes, timeout,
                       [&](uint16_t port) { published->set_value(port); });
       } catch (...) {
         try {  // failed before publishing
@@ -98,16 +101,15 @@ TEST(UniqueIdExchangeTest, ThreeNodesGetTheSameBytes) {
   ASSERT_NE(at.port, 0);
   Runtime node1(1, 1, true), node2(1, 1, true);
   auto fetch1 =
-      std::async(std::launch::async, [&] { return FetchUniqueId(node1.system(), at, 1, 5s, 128); });
-  auto fetch2 =
-      std::async(std::launch::async, [&] { return FetchUniqueId(node2.system(), at, 2, 5s); });
+      std::async(std::launch::async, [&] { return FetchUniqueId(node1, at, 1, 5s, 128); });
+  auto fetch2 = std::async(std::launch::async, [&] { return FetchUniqueId(node2, at, 2, 5s); });
   EXPECT_EQ(fetch1.get(), id);
   EXPECT_EQ(fetch2.get(), id);
   server.Wait();  // returns: both nodes acknowledged
   EXPECT_LT(Clock::now() - start, 3s);
   // The server is gone with its port: a later fetch finds nobody.
   Runtime late(1, 1, true);
-  ExpectError([&] { FetchUniqueId(late.system(), at, 1, 200ms); }, ErrorCode::kUnavailable,
+  ExpectError([&] { FetchUniqueId(late, at, 1, 200ms); }, ErrorCode::kUnavailable,
               {StrCat("cannot connect to ", at.ToString())});
 }
 
@@ -116,7 +118,7 @@ TEST(UniqueIdExchangeTest, ANodeThatNeverComesTimesTheServerOut) {
   const auto start = Clock::now();
   Server server(id, 3, 400ms);
   Runtime node1(1, 1, true);
-  EXPECT_EQ(FetchUniqueId(node1.system(), server.endpoint(), 1, 2s), id);
+  EXPECT_EQ(FetchUniqueId(node1, server.endpoint(), 1, 2s), id);
   ExpectError([&] { server.Wait(); }, ErrorCode::kTimeout,
               {StrCat("unique id server on ", server.endpoint().ToString()), "after 400 ms",
                "1 of 2 nodes still missing: node 2 (never asked)"});
@@ -127,7 +129,7 @@ TEST(UniqueIdExchangeTest, FetchingWhereNobodyServesFailsInTime) {
   Runtime node1(1, 1, true);
   const Endpoint nobody{"127.0.0.1", testing::ClosedLoopbackPort()};
   const auto start = Clock::now();
-  ExpectError([&] { FetchUniqueId(node1.system(), nobody, 1, 300ms); }, ErrorCode::kUnavailable,
+  ExpectError([&] { FetchUniqueId(node1, nobody, 1, 300ms); }, ErrorCode::kUnavailable,
               {"node 1 fetching the unique id",
                StrCat("cannot connect to ", nobody.ToString(), " within 300 ms")});
   EXPECT_LT(Clock::now() - start, 2s);
@@ -152,11 +154,11 @@ class SilentServer : public caf::event_based_actor {
 
 TEST(UniqueIdExchangeTest, AServerThatNeverAnswersTimesTheFetchOut) {
   Runtime node0(1, 1, true), node1(1, 1, true);
-  caf::actor silent = node0.system().spawn<SilentServer>();
-  const Endpoint at{"127.0.0.1", Publish(node0.system(), silent, kLoopback)};
+  caf::actor silent = ActorSystemOf(node0).spawn<SilentServer>();
+  const Endpoint at{"127.0.0.1", Publish(ActorSystemOf(node0), silent, kLoopback)};
   const auto start = Clock::now();
   ExpectError(
-      [&] { FetchUniqueId(node1.system(), at, 1, 300ms); }, ErrorCode::kTimeout,
+      [&] { FetchUniqueId(node1, at, 1, 300ms); }, ErrorCode::kTimeout,
       {StrCat("the unique id server at ", at.ToString(), " did not answer node 1 within 300 ms")});
   EXPECT_LT(Clock::now() - start, 2s);
   caf::anon_send_exit(silent, caf::exit_reason::user_shutdown);
@@ -167,20 +169,19 @@ TEST(UniqueIdExchangeTest, DuplicateAndOutOfRangeNodesAreRefused) {
   Server server(id, 3, 5s);
   Runtime node1(1, 1, true), intruder(1, 1, true), node2(1, 1, true);
   ::testing::internal::CaptureStderr();
-  EXPECT_EQ(FetchUniqueId(node1.system(), server.endpoint(), 1, 2s), id);
+  EXPECT_EQ(FetchUniqueId(node1, server.endpoint(), 1, 2s), id);
   const std::string where = StrCat("the unique id server at ", server.endpoint().ToString());
-  ExpectError([&] { FetchUniqueId(intruder.system(), server.endpoint(), 1, 2s); },
-              ErrorCode::kUnavailable,
+  ExpectError([&] { FetchUniqueId(intruder, server.endpoint(), 1, 2s); }, ErrorCode::kUnavailable,
               {where, "refused node 1: node 1 asked for the unique id before"});
   for (int node : {3, 99}) {
-    ExpectError([&] { FetchUniqueId(intruder.system(), server.endpoint(), node, 2s); },
+    ExpectError([&] { FetchUniqueId(intruder, server.endpoint(), node, 2s); },
                 ErrorCode::kUnavailable,
                 {StrCat(where, " refused node ", node, ": node ", node,
                         " is out of range: the nodes that fetch are 1 to 2")});
   }
   {  // Node 0 and below are refused by the server as well (FetchUniqueId refuses them itself).
-    caf::actor remote = Connect(intruder.system(), server.endpoint(), 2s);
-    caf::scoped_actor self{intruder.system()};
+    caf::actor remote = Connect(ActorSystemOf(intruder), server.endpoint(), 2s);
+    caf::scoped_actor self{ActorSystemOf(intruder)};
     for (int32_t node : {0, -1}) {
       bool refused = false;
       self->request(remote, 2s, uid_get_atom::value, node)
@@ -191,7 +192,7 @@ TEST(UniqueIdExchangeTest, DuplicateAndOutOfRangeNodesAreRefused) {
     }
   }
   EXPECT_EQ(server.done().wait_for(0ms), std::future_status::timeout) << "served without node 2";
-  EXPECT_EQ(FetchUniqueId(node2.system(), server.endpoint(), 2, 2s), id);
+  EXPECT_EQ(FetchUniqueId(node2, server.endpoint(), 2, 2s), id);
   server.Wait();
   const std::string log = ::testing::internal::GetCapturedStderr();
   for (const char* line : {"refused a request for node 1: node 1 asked for the unique id before",
@@ -207,26 +208,24 @@ TEST(UniqueIdExchangeTest, WrongSizesAndBadArgumentsAreRefused) {
   Runtime node1(1, 1, true);
   const std::string where = StrCat("the unique id server at ", server.endpoint().ToString());
   // A reply of the wrong size is refused, and not acknowledged: the server names the node.
-  ExpectError([&] { FetchUniqueId(node1.system(), server.endpoint(), 1, 2s, 64); },
+  ExpectError([&] { FetchUniqueId(node1, server.endpoint(), 1, 2s, 64); },
               ErrorCode::kInvalidArgument,
               {StrCat(where, " sent node 1 a unique id of 128 bytes, 64 expected")});
   ExpectError([&] { server.Wait(); }, ErrorCode::kTimeout,
               {"node 1 (sent the id, no acknowledgement)"});
 
-  ExpectError([&] { FetchUniqueId(node1.system(), kLoopback, 0, 100ms); },
-              ErrorCode::kInvalidArgument, {"as node 0: node 0 serves it"});
-  ExpectError([&] { ServeUniqueId(node1.system(), kLoopback, "", 2, 100ms); },
-              ErrorCode::kInvalidArgument, {"a unique id of 0 bytes on 127.0.0.1:0"});
+  ExpectError([&] { FetchUniqueId(node1, kLoopback, 0, 100ms); }, ErrorCode::kInvalidArgument,
+              {"as node 0: node 0 serves it"});
+  ExpectError([&] { ServeUniqueId(node1, kLoopback, "", 2, 100ms); }, ErrorCode::kInvalidArgument,
+              {"a unique id of 0 bytes on 127.0.0.1:0"});
   ExpectError(
-      [&] {
-        ServeUniqueId(node1.system(), kLoopback, std::string(kMaxUniqueIdBytes + 1, 'x'), 2, 100ms);
-      },
+      [&] { ServeUniqueId(node1, kLoopback, std::string(kMaxUniqueIdBytes + 1, 'x'), 2, 100ms); },
       ErrorCode::kInvalidArgument, {"a unique id of 4097 bytes"});
-  ExpectError([&] { ServeUniqueId(node1.system(), kLoopback, id, 0, 100ms); },
-              ErrorCode::kInvalidArgument, {"to 0 nodes"});
+  ExpectError([&] { ServeUniqueId(node1, kLoopback, id, 0, 100ms); }, ErrorCode::kInvalidArgument,
+              {"to 0 nodes"});
   // One node: nobody to serve, nothing published.
   bool published = false;
-  ServeUniqueId(node1.system(), kLoopback, id, 1, 100ms, [&](uint16_t) { published = true; });
+  ServeUniqueId(node1, kLoopback, id, 1, 100ms, [&](uint16_t) { published = true; });
   EXPECT_FALSE(published);
 }
 

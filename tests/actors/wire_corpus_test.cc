@@ -14,7 +14,7 @@
 #include <sstream>
 #include <string>
 
-#include "actors/wire.h"
+#include "actors/distributed/wire.h"
 
 namespace rill {
 namespace {

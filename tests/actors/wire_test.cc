@@ -1,7 +1,7 @@
 // Wire messages: every kind survives encode and decode, values bit for bit;
 // DecodeWire refuses bytes that are not a message, over the limit, or a
 // message missing what its kind needs, naming the peer.
-#include "actors/wire.h"
+#include "actors/distributed/wire.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <random>
 #include <string>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill {
 namespace {

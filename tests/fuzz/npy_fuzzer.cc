@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "runtime/error.h"
-#include "runtime/io/npy.h"
+#include "rill/error.h"
+#include "rill/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string input(reinterpret_cast<const char*>(data), size);

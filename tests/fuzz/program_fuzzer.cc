@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <string>
 
-#include "runtime/error.h"
-#include "runtime/io/program_io.h"
-#include "runtime/validate.h"
+#include "rill/error.h"
+#include "rill/program_io.h"
+#include "rill/validate.h"
 
 namespace {
 

@@ -12,8 +12,8 @@
 #include <cstring>
 #include <string>
 
-#include "actors/wire.h"
-#include "runtime/error.h"
+#include "actors/distributed/wire.h"
+#include "rill/error.h"
 
 namespace {
 

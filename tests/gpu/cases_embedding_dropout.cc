@@ -26,14 +26,14 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/builder.h"
+#include "rill/builder.h"
+#include "rill/device.h"
+#include "rill/executor.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
+#include "rill/scope.h"
+#include "rill/selected_rows.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/device/device.h"
-#include "runtime/executor.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
-#include "runtime/scope.h"
-#include "runtime/selected_rows.h"
 #include "tests/gpu/op_cases.h"
 #include "tests/testing/gradient_check.h"
 

@@ -6,10 +6,10 @@
 
 #include <vector>
 
+#include "rill/device.h"
+#include "rill/device_memory.h"
+#include "rill/tensor.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/device/device.h"
-#include "runtime/device/device_memory.h"
-#include "runtime/tensor.h"
 
 namespace rill {
 namespace {

@@ -11,14 +11,14 @@
 #include <string>
 #include <vector>
 
-#include "actors/parallel_executor.h"
-#include "runtime/builder.h"
+#include "rill/builder.h"
+#include "rill/device.h"
+#include "rill/device_memory.h"
+#include "rill/executor.h"
+#include "rill/nccl_communicators.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/device/device.h"
-#include "runtime/device/device_memory.h"
-#include "runtime/device/nccl_communicators.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
 #include "tests/testing/gradient_check.h"
 #include "tests/testing/training.h"
 

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "rill/device.h"
+#include "rill/kernel_context.h"
+#include "rill/op_desc.h"
+#include "rill/op_registry.h"
+#include "rill/scope.h"
 #include "runtime/device/cuda_stream.h"
-#include "runtime/device/device.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_desc.h"
-#include "runtime/op_registry.h"
-#include "runtime/scope.h"
 #include "tests/gpu/op_cases.h"
 #include "tests/testing/gradient_check.h"
 

@@ -7,8 +7,8 @@
 #include <utility>
 #include <vector>
 
-#include "proto/program.pb.h"
-#include "runtime/tensor.h"
+#include "rill/proto/program.pb.h"
+#include "rill/tensor.h"
 
 namespace rill {
 

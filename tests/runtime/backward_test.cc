@@ -1,14 +1,14 @@
 // append_backward checked end to end: gradients of whole programs against
 // central differences of the loss, in float64.
-#include "runtime/backward.h"
+#include "rill/backward.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/op_desc.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/op_desc.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
@@ -64,8 +64,10 @@ TEST(BackwardTest, TwoLayerPerceptronWithSoftmaxLossMatchesNumericGradient) {
       [](Builder& b) {
         Var x = b.Data("x", {-1, 4}, kF64);
         Var label = b.Data("label", {-1, 1}, DataType::kInt64);
-        Var h = b.Fc(x, 6, Activation::kTanh, 1, Initializer::XavierUniform(), Initializer::Uniform(-0.1f, 0.1f));
-        Var logits = b.Fc(h, 3, Activation::kNone, 1, Initializer::XavierUniform(), Initializer::Uniform(-0.1f, 0.1f));
+        Var h = b.Fc(x, 6, Activation::kTanh, 1, Initializer::XavierUniform(),
+                     Initializer::Uniform(-0.1f, 0.1f));
+        Var logits = b.Fc(h, 3, Activation::kNone, 1, Initializer::XavierUniform(),
+                          Initializer::Uniform(-0.1f, 0.1f));
         return b.Mean(b.SoftmaxWithCrossEntropy(logits, label));
       },
       feeds);
@@ -77,7 +79,8 @@ TEST(BackwardTest, VariableReadTwiceAccumulatesBothContributions) {
   CheckProgramGradients(
       [](Builder& b) {
         Var x = b.Data("x", {-1, 4}, kF64);
-        Var h = b.Fc(x, 2, Activation::kNone, 1, Initializer::XavierUniform(), Initializer::Uniform(-0.5f, 0.5f));
+        Var h = b.Fc(x, 2, Activation::kNone, 1, Initializer::XavierUniform(),
+                     Initializer::Uniform(-0.5f, 0.5f));
         Var sq = b.Mul(h, h);
         return b.Mean(b.Add(sq, h));
       },
@@ -149,8 +152,9 @@ TEST(BackwardTest, ASparseTableLookedUpTwiceIsAClearError) {
   Builder b(&main, &startup);
   Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
   Var first = b.Embedding(ids, 10, 4, DataType::kFloat32, true);
-  Var second = b.AppendOp("lookup_table", {{"W", {b.Lookup("embedding_0.w")}}, {"Ids", {ids}}},
-                          {{"Out", 1}}, [](proto::OpDesc* op) { SetAttr(op, "is_sparse", true); })[0];
+  Var second =
+      b.AppendOp("lookup_table", {{"W", {b.Lookup("embedding_0.w")}}, {"Ids", {ids}}}, {{"Out", 1}},
+                 [](proto::OpDesc* op) { SetAttr(op, "is_sparse", true); })[0];
   Var loss = b.Mean(b.Add(first, second));
   try {
     AppendBackward(&main, loss.name);

@@ -1,11 +1,11 @@
 // The layers API: shapes are inferred as ops are appended, parameters are
 // initialised by the startup program, and mistakes fail where they are made.
-#include "runtime/builder.h"
+#include "rill/builder.h"
 
 #include <gtest/gtest.h>
 
-#include "runtime/executor.h"
-#include "runtime/validate.h"
+#include "rill/executor.h"
+#include "rill/validate.h"
 
 namespace rill {
 namespace {

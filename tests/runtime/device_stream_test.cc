@@ -9,8 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "rill/error.h"
 #include "runtime/device/async_cpu_stream.h"
-#include "runtime/error.h"
 
 namespace rill {
 namespace {

@@ -1,6 +1,6 @@
 // Quantization of gradients: error bounds per chunk, error feedback over many
 // steps, special chunks, and the fused path against codes read back.
-#include "runtime/gradient_compression.h"
+#include "runtime/graph/gradient_compression.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill {
 namespace {

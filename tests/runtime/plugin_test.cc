@@ -3,14 +3,14 @@
 // plugin that clashes with a registered op, was built against another
 // version, is no plugin or is missing fails with an error naming it and
 // registers nothing.
-#include "runtime/plugin.h"
+#include "rill/plugin.h"
 
 #include <gtest/gtest.h>
 
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/io/program_io.h"
-#include "runtime/op_registry.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/op_registry.h"
+#include "rill/program_io.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {

@@ -1,5 +1,5 @@
 // Tests of SelectedRows: merging repeats, densifying, merging parts.
-#include "runtime/selected_rows.h"
+#include "rill/selected_rows.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runtime/tensor.h"
+#include "rill/tensor.h"
 
 #include <gtest/gtest.h>
 

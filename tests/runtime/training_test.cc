@@ -3,15 +3,15 @@
 // resumes to bit-identical parameters.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <cstring>
+#include <filesystem>
 #include <numeric>
 
-#include "runtime/builder.h"
-#include "runtime/dataset/fashion_mnist.h"
-#include "runtime/executor.h"
-#include "runtime/io/checkpoint.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/checkpoint.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "tools/datasets/fashion_mnist.h"
 
 namespace rill {
 namespace {
@@ -43,7 +43,8 @@ class TrainingTest : public ::testing::Test {
  protected:
   void SetUp() override {
     if (!std::filesystem::exists(std::string(kFashionMnistDir) + "/train-images-idx3-ubyte.gz")) {
-      GTEST_SKIP() << "Fashion-MNIST not installed (bash tools/setup.sh installs dataset-fashion-mnist)";
+      GTEST_SKIP()
+          << "Fashion-MNIST not installed (bash tools/setup.sh installs dataset-fashion-mnist)";
     }
     train_ = LoadFashionMnist(kFashionMnistDir, true);
     test_ = LoadFashionMnist(kFashionMnistDir, false);
@@ -86,7 +87,8 @@ TEST_F(TrainingTest, ResumingFromACheckpointIsBitIdentical) {
   Scope scope_a;
   Executor().Run(a.startup.desc(), &scope_a);
   train_steps(a, scope_a, 0, 40);
-  // Interrupted: 20 steps, save, then a fresh process-like start: new programs, new scope, load, 20 more.
+  // Interrupted: 20 steps, save, then a fresh process-like start: new programs, new scope, load, 20
+  // more.
   {
     Mlp b;
     BuildMlp(&b, 5);
@@ -110,7 +112,8 @@ TEST_F(TrainingTest, ResumingFromACheckpointIsBitIdentical) {
     EXPECT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.bytes()), 0) << var.name() << " differs";
     ++compared;
   }
-  EXPECT_GE(compared, 6 + 12 + 1);  // 6 parameters, their Adam moments and powers, the learning rate
+  EXPECT_GE(compared,
+            6 + 12 + 1);  // 6 parameters, their Adam moments and powers, the learning rate
   std::filesystem::remove(path);
 }
 

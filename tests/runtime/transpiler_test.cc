@@ -4,7 +4,7 @@
 // the numbers: the parameter servers simulated in process with the
 // sequential Executor (two trainers on half batches each, gradients averaged)
 // train to what one process computes on the whole batch.
-#include "runtime/transpiler.h"
+#include "rill/transpiler.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -14,11 +14,11 @@
 #include <map>
 #include <set>
 
-#include "runtime/builder.h"
-#include "runtime/executor.h"
-#include "runtime/op_desc.h"
-#include "runtime/optimizer.h"
-#include "runtime/validate.h"
+#include "rill/builder.h"
+#include "rill/executor.h"
+#include "rill/op_desc.h"
+#include "rill/optimizer.h"
+#include "rill/validate.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {

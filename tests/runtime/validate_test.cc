@@ -1,16 +1,16 @@
 // Tests of program validation: one test per problem the validator reports,
 // each checking that the message names the block, the op (index and type)
 // and the variable involved, plus programs that must pass.
-#include "runtime/validate.h"
+#include "rill/validate.h"
 
 #include <gtest/gtest.h>
 
 #include <initializer_list>
 #include <string>
 
-#include "runtime/io/program_io.h"
-#include "runtime/op_registry.h"
-#include "runtime/shape_context.h"
+#include "rill/op_registry.h"
+#include "rill/program_io.h"
+#include "rill/shape_context.h"
 
 namespace rill {
 namespace {

@@ -6,9 +6,9 @@
 #include <random>
 #include <set>
 
-#include "runtime/executor.h"
-#include "runtime/op_registry.h"
-#include "runtime/validate.h"
+#include "rill/executor.h"
+#include "rill/op_registry.h"
+#include "rill/validate.h"
 
 namespace rill::testing {
 
@@ -31,10 +31,15 @@ std::vector<double> ToDoubles(const Tensor& t) {
 
 namespace {
 
-std::string InputVarName(const std::string& slot, int i) { return "in_" + slot + "_" + std::to_string(i); }
-std::string OutputVarName(const std::string& slot, int i) { return "out_" + slot + "_" + std::to_string(i); }
+std::string InputVarName(const std::string& slot, int i) {
+  return "in_" + slot + "_" + std::to_string(i);
+}
+std::string OutputVarName(const std::string& slot, int i) {
+  return "out_" + slot + "_" + std::to_string(i);
+}
 
-void DeclareVar(proto::BlockDesc* block, const std::string& name, const Shape& shape, DataType dtype) {
+void DeclareVar(proto::BlockDesc* block, const std::string& name, const Shape& shape,
+                DataType dtype) {
   if (FindLocalVarDesc(block, name) != nullptr) return;
   auto* v = block->add_vars();
   v->set_name(name);
@@ -71,8 +76,10 @@ proto::ProgramDesc ForwardProgram(const OpRun& run, VarInfoMap* infos) {
   for (const auto& slot : op->outputs()) {
     for (const auto& name : slot.vars()) {
       auto it = infos->find(name);
-      if (it == infos->end()) ADD_FAILURE() << run.type << ": shape inference left " << name << " unset";
-      else DeclareVar(block, name, it->second.shape, it->second.dtype);
+      if (it == infos->end())
+        ADD_FAILURE() << run.type << ": shape inference left " << name << " unset";
+      else
+        DeclareVar(block, name, it->second.shape, it->second.dtype);
     }
   }
   return program;
@@ -81,7 +88,8 @@ proto::ProgramDesc ForwardProgram(const OpRun& run, VarInfoMap* infos) {
 FeedList Feeds(const OpRun& run) {
   FeedList feeds;
   for (const auto& [slot, tensors] : run.inputs) {
-    for (size_t i = 0; i < tensors.size(); ++i) feeds.push_back({InputVarName(slot, static_cast<int>(i)), tensors[i]});
+    for (size_t i = 0; i < tensors.size(); ++i)
+      feeds.push_back({InputVarName(slot, static_cast<int>(i)), tensors[i]});
   }
   return feeds;
 }
@@ -135,7 +143,8 @@ GradientCheck& GradientCheck::Delta(double delta) {
   return *this;
 }
 
-double GradientCheck::Loss(const std::vector<std::pair<std::string, std::vector<Tensor>>>& inputs) const {
+double GradientCheck::Loss(
+    const std::vector<std::pair<std::string, std::vector<Tensor>>>& inputs) const {
   OpRun run = run_;
   run.inputs = inputs;
   auto outputs = RunOp(run);
@@ -249,7 +258,8 @@ void GradientCheck::Run() {
           const double numeric = (up - down) / (2 * delta_);
           const double got = analytic[c].GetAsDouble(k);
           EXPECT_NEAR(got, numeric, atol_ + rtol_ * std::abs(numeric))
-              << run_.type << ": d loss / d " << run_.inputs[s].first << "[" << i << "] element " << k;
+              << run_.type << ": d loss / d " << run_.inputs[s].first << "[" << i << "] element "
+              << k;
         }
       }
     }

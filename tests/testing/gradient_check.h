@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "proto/program.pb.h"
-#include "runtime/op_desc.h"
-#include "runtime/tensor.h"
+#include "rill/op_desc.h"
+#include "rill/proto/program.pb.h"
+#include "rill/tensor.h"
 
 namespace rill::testing {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/tensor.h"
+#include "rill/tensor.h"
 
 namespace rill::testing {
 

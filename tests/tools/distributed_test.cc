@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/io/checkpoint.h"
-#include "runtime/tensor.h"
+#include "rill/checkpoint.h"
+#include "rill/tensor.h"
 
 namespace rill {
 namespace {

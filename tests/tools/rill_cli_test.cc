@@ -13,11 +13,11 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "runtime/device/device.h"
-#include "runtime/io/checkpoint.h"
-#include "runtime/io/npy.h"
-#include "runtime/io/program_io.h"
-#include "runtime/validate.h"
+#include "rill/checkpoint.h"
+#include "rill/device.h"
+#include "rill/npy.h"
+#include "rill/program_io.h"
+#include "rill/validate.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {

@@ -10,7 +10,7 @@
 #include <sstream>
 #include <string>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 #include "tools/rill/trace_critical_path.h"
 #include "tools/rill/trace_file.h"
 #include "tools/rill/trace_merge.h"

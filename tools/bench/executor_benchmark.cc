@@ -18,11 +18,11 @@
 #include <string>
 #include <vector>
 
-#include "actors/parallel_executor.h"
-#include "ops/math/blas.h"
-#include "runtime/buffer_pool.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
+#include "runtime/core/buffer_pool.h"
+#include "runtime/device/blas_threads.h"
 #include "tools/bench/in_child.h"
 #include "tools/bench/random_batches.h"
 #include "tools/rill/models.h"
@@ -97,9 +97,8 @@ int main(int argc, char** argv) {
   const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
   const int rounds = argc > 2 ? std::max(1, std::atoi(argv[2])) : 3;
   const std::vector<Config> configs = {
-      {"mlp", 64, "sequential", 1, 1}, {"mlp", 64, "actor", 1, 1},
-      {"cnn", 64, "sequential", 1, 1}, {"cnn", 64, "sequential", 1, 2},
-      {"cnn", 64, "actor", 1, 1},      {"cnn", 64, "actor", 2, 1},
+      {"mlp", 64, "sequential", 1, 1}, {"mlp", 64, "actor", 1, 1}, {"cnn", 64, "sequential", 1, 1},
+      {"cnn", 64, "sequential", 1, 2}, {"cnn", 64, "actor", 1, 1}, {"cnn", 64, "actor", 2, 1},
   };
   std::vector<std::vector<Result>> runs(configs.size());
   for (int round = 0; round < rounds; ++round) {
@@ -112,8 +111,9 @@ int main(int argc, char** argv) {
               "blas", "samples/s", "peak RSS MiB", "tensors MiB");
   for (size_t i = 0; i < configs.size(); ++i) {
     auto& r = runs[i];
-    std::sort(r.begin(), r.end(),
-              [](const Result& a, const Result& b) { return a.samples_per_sec < b.samples_per_sec; });
+    std::sort(r.begin(), r.end(), [](const Result& a, const Result& b) {
+      return a.samples_per_sec < b.samples_per_sec;
+    });
     results.push_back(r[r.size() / 2]);
     const Config& c = configs[i];
     std::printf("%-5s %5d %-10s %7d %5d %12.0f %13.1f %13.1f\n", c.model, c.batch, c.executor,

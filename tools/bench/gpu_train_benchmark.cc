@@ -24,10 +24,10 @@
 #include <string>
 #include <vector>
 
-#include "actors/parallel_executor.h"
-#include "runtime/device/device.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/device.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
 #include "tools/bench/random_batches.h"
 #include "tools/rill/flags.h"
 #include "tools/rill/models.h"

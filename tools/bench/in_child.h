@@ -13,7 +13,7 @@
 #include <exception>
 #include <type_traits>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill::bench {
 
@@ -52,9 +52,9 @@ auto InChild(F measure) -> decltype(measure()) {
   close(fds[0]);
   int status = 0;
   waitpid(pid, &status, 0);
-  RILL_CHECK(got == static_cast<ssize_t>(sizeof(result)) && WIFEXITED(status) &&
-                 WEXITSTATUS(status) == 0,
-             kInternal, "a benchmark child process failed");
+  RILL_CHECK(
+      got == static_cast<ssize_t>(sizeof(result)) && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+      kInternal, "a benchmark child process failed");
   return result;
 }
 

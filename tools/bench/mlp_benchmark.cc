@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "ops/math/blas.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
+#include "runtime/device/blas_threads.h"
 #include "tools/bench/random_batches.h"
 #include "tools/rill/models.h"
 
@@ -25,7 +25,7 @@ static double SamplesPerSecond(int batch, double seconds) {
   exe.Run(startup.desc(), &scope);
   auto step = exe.Prepare(main.desc(), &scope);
 
-  const auto batches = bench::RandomBatches(model, batch, 16);  // preloaded, cycled
+  const auto batches = bench::RandomBatches(model, batch, 16);   // preloaded, cycled
   for (int i = 0; i < 20; ++i) exe.Run(*step, batches[i % 16]);  // warm-up
   int64_t steps = 0;
   const auto start = std::chrono::steady_clock::now();

@@ -1,6 +1,6 @@
 // Round-trip latency of one tensor message between two processes over
 // loopback, for a 4 KB and a 4 MB float32 tensor. A child process publishes
-// an echo actor (actors/network.h); the parent sends it a PUSH encoded with
+// an echo actor (actors/distributed/network.h); the parent sends it a PUSH encoded with
 // EncodeWire as (wire_atom, bytes) and waits for the answer: the child
 // decodes the PUSH and answers a VALUE of the same tensor, which the parent
 // decodes. Encoding and decoding on both sides are inside the timed trip.
@@ -32,11 +32,12 @@
 #include <thread>
 #include <vector>
 
-#include "actors/network.h"
-#include "actors/runtime.h"
-#include "actors/wire.h"
-#include "actors/wire_atom.h"
-#include "runtime/error.h"
+#include "actors/distributed/network.h"
+#include "actors/distributed/wire.h"
+#include "actors/distributed/wire_atom.h"
+#include "actors/executor/runtime_internals.h"
+#include "rill/error.h"
+#include "rill/runtime.h"
 
 using namespace rill;
 using Clock = std::chrono::steady_clock;
@@ -120,9 +121,9 @@ class WireEcho : public caf::event_based_actor {
 // Serves both echoes until the parent closes the TCP connection.
 void ServeEchoes(int ports_fd) {
   Runtime runtime(kSchedulerThreads, 1, /*network=*/true);
-  caf::actor echo = runtime.system().spawn<WireEcho>();
+  caf::actor echo = ActorSystemOf(runtime).spawn<WireEcho>();
   Ports ports;
-  ports.wire = Publish(runtime.system(), echo, Endpoint{"127.0.0.1", 0});
+  ports.wire = Publish(ActorSystemOf(runtime), echo, Endpoint{"127.0.0.1", 0});
   const int listener = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in address = Loopback(0);
   socklen_t length = sizeof(address);
@@ -175,7 +176,7 @@ Tensor Payload(int64_t bytes) {
 int RunParent(const Ports& ports, int trips, int warmup) {
   Runtime runtime(kSchedulerThreads, 1, /*network=*/true);
   caf::actor echo =
-      Connect(runtime.system(), Endpoint{"127.0.0.1", ports.wire}, std::chrono::seconds(10));
+      Connect(ActorSystemOf(runtime), Endpoint{"127.0.0.1", ports.wire}, std::chrono::seconds(10));
   const int tcp = socket(AF_INET, SOCK_STREAM, 0);
   const sockaddr_in address = Loopback(ports.tcp);
   RILL_CHECK(connect(tcp, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0, kIo,
@@ -189,7 +190,7 @@ int RunParent(const Ports& ports, int trips, int warmup) {
   std::printf("%-12s %11s  %-27s %-27s %s\n", "tensor", "wire bytes", "wire (CAF, encode+decode)",
               "raw TCP (same bytes)", "wire/raw (median)");
   {
-    caf::scoped_actor self{runtime.system()};
+    caf::scoped_actor self{ActorSystemOf(runtime)};
     for (const int64_t size : {int64_t{4} << 10, int64_t{4} << 20}) {
       const Tensor value = Payload(size);
       int64_t step = 0;
@@ -199,7 +200,8 @@ int RunParent(const Ports& ports, int trips, int warmup) {
                       EncodeWire(WirePush("fc_0.w_0@GRAD", ++step, value)))
             .receive([&](wire_atom, std::string& bytes) { reply = std::move(bytes); },
                      [&](caf::error& e) {
-                       Fail(ErrorCode::kUnavailable, "echo failed: ", runtime.system().render(e));
+                       Fail(ErrorCode::kUnavailable,
+                            "echo failed: ", ActorSystemOf(runtime).render(e));
                      });
         const Tensor back = WireTensor(DecodeWire(reply, WireLimits{}, "the benchmark's child"));
         RILL_CHECK(back.numel() == value.numel(), kInternal, "the echo changed the tensor");

@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "runtime/executor.h"
+#include "rill/executor.h"
 #include "tools/rill/models.h"
 
 namespace rill::bench {

@@ -11,9 +11,9 @@
 #include <memory>
 #include <vector>
 
-#include "actors/parallel_executor.h"
-#include "actors/trace_recorder.h"
-#include "runtime/optimizer.h"
+#include "rill/optimizer.h"
+#include "rill/parallel_executor.h"
+#include "rill/trace_recorder.h"
 #include "tools/bench/random_batches.h"
 #include "tools/rill/models.h"
 

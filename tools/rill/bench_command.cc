@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "actors/parallel_executor.h"
-#include "ops/math/blas.h"
-#include "runtime/executor.h"
+#include "rill/executor.h"
+#include "rill/parallel_executor.h"
+#include "runtime/device/blas_threads.h"
 #include "tools/bench/in_child.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/dag_programs.h"
@@ -21,7 +21,8 @@
 namespace rill::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rill bench dag [--shape S] [--nodes N] [--threads T] [--repeat R] [--json]
+constexpr const char* kUsage =
+    R"(usage: rill bench dag [--shape S] [--nodes N] [--threads T] [--repeat R] [--json]
   Runs graphs of tiny ops (one float each) through a plain sequential loop,
   the actor executor and oneTBB's flow graph, and prints ns per node for each
   and the ratio actor / TBB (below 1: the actor executor costs less per node).

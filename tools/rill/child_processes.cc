@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill::cli {
 

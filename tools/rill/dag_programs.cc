@@ -6,10 +6,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/kernel_context.h"
-#include "runtime/op_desc.h"
-#include "runtime/op_registry.h"
+#include "rill/error.h"
+#include "rill/kernel_context.h"
+#include "rill/op_desc.h"
+#include "rill/op_registry.h"
 
 namespace rill::cli {
 namespace {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "proto/program.pb.h"
+#include "rill/proto/program.pb.h"
 
 namespace rill::cli {
 

@@ -3,17 +3,18 @@
 #include <string>
 #include <vector>
 
+#include "rill/program_io.h"
+#include "rill/validate.h"
 #include "runtime/graph/graph_dot.h"
 #include "runtime/graph/ssa_graph.h"
-#include "runtime/io/program_io.h"
-#include "runtime/validate.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 
 namespace rill::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rill graph FILE [--places cpu:N] [--streams S] [--block B] [--stats]
+constexpr const char* kUsage =
+    R"(usage: rill graph FILE [--places cpu:N] [--streams S] [--block B] [--stats]
   Builds the SSA graph of block B (default 0) of a program file: one node per
   op and per variable version, control edges (dashed) for write-after-read and
   write-after-write hazards, one cluster per place, each op labelled with the

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 #include "tools/rill/child_processes.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"

@@ -8,15 +8,15 @@
 #include <string>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/plugin.h"
+#include "rill/error.h"
+#include "rill/plugin.h"
 #include "tools/rill/commands.h"
 
 namespace rill::cli {
 namespace {
 
 constexpr const char* kUsage = R"(usage: rill [--plugin LIB.so ...] COMMAND [ARGS...]
-  --plugin LIB.so            load the ops of a plugin (runtime/plugin.h) first
+  --plugin LIB.so            load the ops of a plugin (runtime/framework/include/rill/plugin.h) first
 commands:
   print FILE                 show a program, one op per line
   validate FILE              check a program; prints "ok" or the first problem

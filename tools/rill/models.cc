@@ -1,6 +1,6 @@
 #include "tools/rill/models.h"
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill::cli {
 

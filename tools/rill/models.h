@@ -5,8 +5,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/builder.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/optimizer.h"
 
 namespace rill::cli {
 

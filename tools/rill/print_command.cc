@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/io/program_io.h"
+#include "rill/program_io.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 

@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
-#include "actors/pserver.h"
-#include "actors/runtime.h"
-#include "runtime/io/program_io.h"
+#include "rill/program_io.h"
+#include "rill/pserver.h"
+#include "rill/runtime.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 #include "tools/rill/role_flags.h"

@@ -1,7 +1,7 @@
 // The distributed-job settings every role reads: flags first, then the
 // environment (RILL_ROLE, RILL_TRAINER_ID, RILL_TRAINERS, RILL_PSERVERS,
 // RILL_SERVER_INDEX, RILL_TOKEN), so any process manager can start the
-// processes of a job (actors/distributed.md).
+// processes of a job (actors/distributed/distributed.md).
 #pragma once
 
 #include <string>

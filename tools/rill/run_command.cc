@@ -9,13 +9,13 @@
 #include <utility>
 #include <vector>
 
-#include "actors/parallel_executor.h"
-#include "actors/trace_recorder.h"
-#include "runtime/error.h"
-#include "runtime/executor.h"
-#include "runtime/io/checkpoint.h"
-#include "runtime/io/npy.h"
-#include "runtime/io/program_io.h"
+#include "rill/checkpoint.h"
+#include "rill/error.h"
+#include "rill/executor.h"
+#include "rill/npy.h"
+#include "rill/parallel_executor.h"
+#include "rill/program_io.h"
+#include "rill/trace_recorder.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 

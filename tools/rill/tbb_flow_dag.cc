@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill::cli {
 
@@ -24,8 +24,8 @@ struct TbbFlowDag::Impl {
   std::vector<std::unique_ptr<flow::continue_node<flow::continue_msg>>> nodes;
 };
 
-TbbFlowDag::TbbFlowDag(const std::vector<std::vector<int>>& predecessors,
-                       PreparedBlock& prepared, int threads)
+TbbFlowDag::TbbFlowDag(const std::vector<std::vector<int>>& predecessors, PreparedBlock& prepared,
+                       int threads)
     : impl_(std::make_unique<Impl>(threads)) {
   auto& ops = prepared.ops();
   RILL_CHECK(predecessors.size() == ops.size(), kInvalidArgument, "predecessor lists for ",

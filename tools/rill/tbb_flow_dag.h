@@ -3,9 +3,9 @@
 #pragma once
 
 #include <memory>
-
-#include "runtime/executor.h"
 #include <vector>
+
+#include "rill/executor.h"
 
 namespace rill::cli {
 

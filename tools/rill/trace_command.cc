@@ -1,5 +1,5 @@
 // rill trace: reads trace files written by `rill train --trace` (format:
-// actors/trace_format.md): summarize one, merge several, or view one in the
+// actors/trace/trace_format.md): summarize one, merge several, or view one in the
 // browser.
 #include <cstdlib>
 #include <filesystem>

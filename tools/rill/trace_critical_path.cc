@@ -8,7 +8,7 @@
 #include <tuple>
 #include <utility>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill::trace {
 namespace {

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill::trace {
 namespace {

@@ -1,4 +1,4 @@
-// A trace file (format: actors/trace_format.md) loaded for the `rill trace`
+// A trace file (format: actors/trace/trace_format.md) loaded for the `rill trace`
 // tools. ParseTraceJson checks only the outer shape, for tools that rewrite
 // the whole document (merge, view); ParseTrace also indexes what the summary
 // needs: the non-metadata events with their args pulled out, process and lane

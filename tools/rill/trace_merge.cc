@@ -7,7 +7,7 @@
 #include <fstream>
 #include <limits>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 #include "tools/rill/trace_file.h"
 
 namespace rill::trace {

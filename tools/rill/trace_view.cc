@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 #include "tools/rill/trace_file.h"
 
 namespace rill::trace {

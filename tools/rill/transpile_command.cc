@@ -1,16 +1,17 @@
 // rill transpile: splits a training program whose optimizer is a placeable
 // block into a trainer program and parameter-server programs
-// (runtime/transpiler.h, actors/distributed.md), and writes them to a folder.
+// (runtime/transpile/include/rill/transpiler.h, actors/distributed/distributed.md), and writes them
+// to a folder.
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/io/program_io.h"
-#include "runtime/optimizer.h"
-#include "runtime/transpiler.h"
+#include "rill/error.h"
+#include "rill/optimizer.h"
+#include "rill/program_io.h"
+#include "rill/transpiler.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 #include "tools/rill/models.h"

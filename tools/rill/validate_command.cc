@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/io/program_io.h"
-#include "runtime/validate.h"
+#include "rill/error.h"
+#include "rill/program_io.h"
+#include "rill/validate.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 

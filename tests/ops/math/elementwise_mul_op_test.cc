@@ -1,16 +1,16 @@
 // Tests of elementwise_mul and its gradient.
-#include "runtime/executor.h"
+#include "rill/executor.h"
 #include "tests/ops/math/elementwise_test_util.h"
 
 namespace rill::testing {
 namespace {
 
 TEST(ElementwiseMulOpTest, ScalesByOneElement) {
-  auto out = RunOp({"elementwise_mul",
-                    {{"X", {MakeTensor<float>({2, 2}, {1, -2, 3, 4})}},
-                     {"Y", {MakeTensor<float>({1}, {0.5f})}}},
-                    {{"Out", 1}},
-                    {}});
+  auto out = RunOp(
+      {"elementwise_mul",
+       {{"X", {MakeTensor<float>({2, 2}, {1, -2, 3, 4})}}, {"Y", {MakeTensor<float>({1}, {0.5f})}}},
+       {{"Out", 1}},
+       {}});
   EXPECT_EQ(ToDoubles(out["Out"][0]), (std::vector<double>{0.5, -1, 1.5, 2}));
 }
 
@@ -18,7 +18,9 @@ TEST(ElementwiseMulOpTest, MatchesReferenceOnEveryBroadcast) {
   ExpectForwardMatchesReference("elementwise_mul", [](double x, double y) { return x * y; });
 }
 
-TEST(ElementwiseMulOpTest, GradientMatchesNumeric) { ExpectGradientsMatchNumeric("elementwise_mul"); }
+TEST(ElementwiseMulOpTest, GradientMatchesNumeric) {
+  ExpectGradientsMatchNumeric("elementwise_mul");
+}
 
 TEST(ElementwiseMulOpTest, InPlaceUpdateReadsXBeforeWritingOut) {
   // Gradient clipping multiplies a gradient by a factor in place: Out is X.
@@ -46,7 +48,9 @@ TEST(ElementwiseMulOpTest, InPlaceUpdateReadsXBeforeWritingOut) {
   EXPECT_EQ(ToDoubles(out[0]), (std::vector<double>{2, 4, 6}));
 }
 
-TEST(ElementwiseMulOpTest, MismatchedShapesThrow) { ExpectMismatchedShapesThrow("elementwise_mul"); }
+TEST(ElementwiseMulOpTest, MismatchedShapesThrow) {
+  ExpectMismatchedShapesThrow("elementwise_mul");
+}
 
 }  // namespace
 }  // namespace rill::testing

@@ -1,8 +1,8 @@
 // Tests of sum (n-ary, in place) and its gradient.
 #include <gtest/gtest.h>
 
-#include "runtime/executor.h"
-#include "runtime/op_registry.h"
+#include "rill/executor.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

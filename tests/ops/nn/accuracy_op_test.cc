@@ -1,7 +1,7 @@
 // Tests of accuracy.
 #include <gtest/gtest.h>
 
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

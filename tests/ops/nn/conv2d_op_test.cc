@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/executor.h"
-#include "runtime/scope.h"
+#include "rill/error.h"
+#include "rill/executor.h"
+#include "rill/scope.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "runtime/executor.h"
+#include "rill/executor.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -4,8 +4,8 @@
 #include <functional>
 #include <string>
 
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
@@ -158,7 +158,8 @@ TEST(LookupTableOpTest, SparseGradientIsTheLookedUpRowsAndDensifiesToTheDenseOne
     (*schema.FindKernel(Place::Kind::kCpu))(ctx);
     EXPECT_FALSE(scope.GetTensor("dW").initialized());
     const SelectedRows& rows = scope.FindVar("dW")->selected_rows();
-    EXPECT_EQ(rows.rows, padded ? (std::vector<int64_t>{3, 3, 0}) : (std::vector<int64_t>{3, 1, 3, 0}));
+    EXPECT_EQ(rows.rows,
+              padded ? (std::vector<int64_t>{3, 3, 0}) : (std::vector<int64_t>{3, 1, 3, 0}));
     EXPECT_EQ(rows.height, 5);
     EXPECT_TRUE(schema.OutputIsSparse(op, "W@GRAD"));
     // The dense gradient of the same lookup, computed by the dense kernel.

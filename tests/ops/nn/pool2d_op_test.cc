@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -5,7 +5,7 @@
 #include <functional>
 #include <string>
 
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "runtime/op_registry.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/builder.h"
-#include "runtime/error.h"
-#include "runtime/executor.h"
-#include "runtime/optimizer.h"
+#include "rill/builder.h"
+#include "rill/error.h"
+#include "rill/executor.h"
+#include "rill/optimizer.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

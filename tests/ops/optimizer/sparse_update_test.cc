@@ -5,8 +5,8 @@
 
 #include <cstring>
 
-#include "runtime/kernel_context.h"
-#include "runtime/op_registry.h"
+#include "rill/kernel_context.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
@@ -41,21 +41,24 @@ void Prepare(Scope* sparse, Scope* dense, const std::vector<std::string>& state)
     s->Var("Param")->mutable_tensor()->CopyFrom(RandomTensor({4, 2}, 1));
     s->Var("LearningRate")->mutable_tensor()->CopyFrom(MakeTensor<double>({1}, {0.1}));
     uint64_t seed = 2;
-    for (const auto& name : state) s->Var(name)->mutable_tensor()->CopyFrom(RandomTensor({4, 2}, seed++, 0.1, 1));
+    for (const auto& name : state)
+      s->Var(name)->mutable_tensor()->CopyFrom(RandomTensor({4, 2}, seed++, 0.1, 1));
   }
   *sparse->Var("Grad")->mutable_selected_rows() = SparseGrad();
   dense->Var("Grad")->mutable_tensor()->CopyFrom(SparseGrad().ToDense());
 }
 
 bool RowEqual(const Tensor& a, const Tensor& b, int64_t row) {
-  return std::memcmp(a.data<double>() + row * 2, b.data<double>() + row * 2, 2 * sizeof(double)) == 0;
+  return std::memcmp(a.data<double>() + row * 2, b.data<double>() + row * 2, 2 * sizeof(double)) ==
+         0;
 }
 
 TEST(SparseUpdateTest, SgdUpdatesOnlyTheGradientsRows) {
   Scope sparse, dense;
   Prepare(&sparse, &dense, {});
   const Tensor before = sparse.GetTensor("Param").Clone();
-  for (Scope* s : {&sparse, &dense}) RunOptimizer("sgd", {"Param", "Grad", "LearningRate"}, {"ParamOut"}, s);
+  for (Scope* s : {&sparse, &dense})
+    RunOptimizer("sgd", {"Param", "Grad", "LearningRate"}, {"ParamOut"}, s);
   for (int64_t row = 0; row < 4; ++row) {
     EXPECT_TRUE(RowEqual(sparse.GetTensor("Param"), dense.GetTensor("Param"), row)) << row;
   }

@@ -1,9 +1,9 @@
 // Tests of assign (its gradient is an assign of Out@GRAD).
 #include <gtest/gtest.h>
 
-#include "runtime/error.h"
-#include "runtime/executor.h"
-#include "runtime/op_registry.h"
+#include "rill/error.h"
+#include "rill/executor.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

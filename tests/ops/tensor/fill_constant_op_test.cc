@@ -1,7 +1,7 @@
 // Tests of fill_constant.
 #include <gtest/gtest.h>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -1,8 +1,8 @@
 // Tests of fill_zeros_like.
 #include <gtest/gtest.h>
 
-#include "runtime/error.h"
-#include "runtime/op_registry.h"
+#include "rill/error.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

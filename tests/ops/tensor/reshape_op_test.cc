@@ -1,9 +1,9 @@
 // Tests of reshape and reshape_grad.
 #include <gtest/gtest.h>
 
-#include "runtime/builder.h"
-#include "runtime/error.h"
-#include "runtime/executor.h"
+#include "rill/builder.h"
+#include "rill/error.h"
+#include "rill/executor.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -3,10 +3,10 @@
 
 #include <algorithm>
 
-#include "runtime/backward.h"
-#include "runtime/builder.h"
-#include "runtime/error.h"
-#include "runtime/executor.h"
+#include "rill/backward.h"
+#include "rill/builder.h"
+#include "rill/error.h"
+#include "rill/executor.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <numeric>
 
-#include "runtime/error.h"
-#include "runtime/op_registry.h"
+#include "rill/error.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -1,9 +1,9 @@
 // Tests of transpose (its gradient is a transpose with the inverse permutation).
 #include <gtest/gtest.h>
 
-#include "runtime/builder.h"
-#include "runtime/error.h"
-#include "runtime/op_registry.h"
+#include "rill/builder.h"
+#include "rill/error.h"
+#include "rill/op_registry.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -3,8 +3,8 @@
 
 #include <cmath>
 
-#include "runtime/error.h"
-#include "runtime/executor.h"
+#include "rill/error.h"
+#include "rill/executor.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {

@@ -6,10 +6,10 @@
 
 #include <sstream>
 
+#include "rill/op_registry.h"
+#include "rill/program_io.h"
+#include "rill/validate.h"
 #include "runtime/graph/graph_dot.h"
-#include "runtime/io/program_io.h"
-#include "runtime/op_registry.h"
-#include "runtime/validate.h"
 
 namespace rill {
 namespace {
@@ -53,7 +53,8 @@ bool DependsOn(const SsaGraph& g, int op_index, int on_index) {
 TEST(SsaGraphTest, EachWriteMakesANewVersionAndReadersSeeTheRightOne) {
   // x -> a; a = scale(a) (in place); b = scale(a): b reads version 2 of a.
   const auto g = BuildSsaGraph(
-      Program(Var("x") + Var("a") + Var("b"), Scale("x", "a") + Scale("a", "a") + Scale("a", "b")), 0);
+      Program(Var("x") + Var("a") + Var("b"), Scale("x", "a") + Scale("a", "a") + Scale("a", "b")),
+      0);
   const OpNode& last = OpAt(g, 2);
   ASSERT_EQ(last.inputs.size(), 1u);
   EXPECT_EQ(g.vars[last.inputs[0]].name, "a");
@@ -79,16 +80,15 @@ TEST(SsaGraphTest, WriteAfterWriteWithoutReaderBecomesAControlEdge) {
 }
 
 TEST(SsaGraphTest, IndependentOpsDoNotDepend) {
-  const auto g = BuildSsaGraph(Program(Var("x", true) + Var("a") + Var("b"),
-                                       Scale("x", "a") + Scale("x", "b")),
-                               0);
+  const auto g = BuildSsaGraph(
+      Program(Var("x", true) + Var("a") + Var("b"), Scale("x", "a") + Scale("x", "b")), 0);
   EXPECT_FALSE(DependsOn(g, 1, 0));
   EXPECT_EQ(g.ControlEdgeCount(), 0);
 }
 
 TEST(SsaGraphTest, NonPersistableInputsGetFeedNodesParametersDoNot) {
-  const auto g = BuildSsaGraph(
-      Program(Var("x") + Var("w", true) + Var("y"), Add("x", "w", "y")), 0);
+  const auto g =
+      BuildSsaGraph(Program(Var("x") + Var("w", true) + Var("y"), Add("x", "w", "y")), 0);
   int feeds = 0;
   for (const OpNode& op : g.ops) {
     if (op.kind != OpNodeKind::kFeed) continue;
@@ -127,7 +127,8 @@ TEST(SsaGraphTest, ChainsStayOnOneStreamAndHeavyBranchesSpread) {
       "vars { name: \"q\" kind: DENSE_TENSOR dtype: FLOAT32 shape: [512, 512] }\n";
   auto matmul = [](const std::string& out) {
     return "ops { type: \"matmul\" inputs { name: \"X\" vars: \"m\" } inputs { name: \"Y\" vars: "
-           "\"m\" } outputs { name: \"Out\" vars: \"" + out + "\" } }\n";
+           "\"m\" } outputs { name: \"Out\" vars: \"" +
+           out + "\" } }\n";
   };
   const auto heavy = BuildSsaGraph(Program(big, matmul("p") + matmul("q")), 0, options);
   EXPECT_NE(OpAt(heavy, 0).stream, OpAt(heavy, 1).stream);
@@ -138,7 +139,8 @@ TEST(SsaGraphTest, SubBlockAccessesCountAsTheOpsOwn) {
   proto::ProgramDesc p = ParseProgramText(
       "blocks { idx: 0 parent_idx: -1 " + Var("x", true) + Var("a") + Var("b") + Scale("x", "a") +
       "ops { type: \"test_graph_cond\" attrs { name: \"sub_block\" block: 1 } } }\n"
-      "blocks { idx: 1 parent_idx: 0 " + Scale("a", "b") + "}\n");
+      "blocks { idx: 1 parent_idx: 0 " +
+      Scale("a", "b") + "}\n");
   const auto g = BuildSsaGraph(p, 0);
   EXPECT_TRUE(DependsOn(g, 1, 0));
 }

@@ -1,6 +1,6 @@
 // Tests of checkpoints: persistable variables saved and restored bit-exactly,
 // and the errors for missing variables or mismatched declarations.
-#include "runtime/io/checkpoint.h"
+#include "rill/checkpoint.h"
 
 #include <gtest/gtest.h>
 
@@ -11,7 +11,7 @@
 #include <limits>
 #include <string>
 
-#include "runtime/io/program_io.h"
+#include "rill/program_io.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {

@@ -1,6 +1,6 @@
 // Tests of .npy reading and writing: round trips of every dtype, files written
 // by NumPy, and the errors for malformed or unsupported files.
-#include "runtime/io/npy.h"
+#include "rill/npy.h"
 
 #include <gtest/gtest.h>
 
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/io/program_io.h"
+#include "rill/program_io.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {

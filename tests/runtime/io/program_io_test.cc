@@ -1,6 +1,6 @@
 // Tests of program files: text and binary parsing, located parse errors,
 // loading by extension, saving, and the readable listing.
-#include "runtime/io/program_io.h"
+#include "rill/program_io.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <string>
 
-#include "runtime/error.h"
+#include "rill/error.h"
 
 namespace rill {
 namespace {

@@ -1,7 +1,7 @@
 // A plugin that defines a new op and one Rill already has (scale): loading it
 // must fail and register neither.
-#include "runtime/kernel_context.h"
-#include "runtime/plugin.h"
+#include "rill/kernel_context.h"
+#include "rill/plugin.h"
 
 namespace {
 void Nothing(rill::KernelContext&) {}

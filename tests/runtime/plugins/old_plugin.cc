@@ -1,6 +1,6 @@
 // A plugin built against another Rill: its version symbol says 0.0.1.
-#include "runtime/kernel_context.h"
-#include "runtime/plugin.h"
+#include "rill/kernel_context.h"
+#include "rill/plugin.h"
 
 namespace {
 void Nothing(rill::KernelContext&) {}

@@ -1,4 +1,4 @@
-// Parses a Rill trace (actors/trace_format.md: Chrome trace-event JSON plus a
+// Parses a Rill trace (actors/trace/trace_format.md: Chrome trace-event JSON plus a
 // `rill` key) into lanes, slices and messages, and filters them.
 
 const num = (v, d = null) => (typeof v === 'number' && Number.isFinite(v) ? v : d);

@@ -1,4 +1,4 @@
-// Writes a synthetic Rill trace (actors/trace_format.md) for developing and
+// Writes a synthetic Rill trace (actors/trace/trace_format.md) for developing and
 // testing the visualizer without the C++ recorder: a data-parallel MLP step on
 // 2 places (feeds, forward, backward, one allreduce with barrier waits and
 // chunks, optimizer ops), with data/control/wake/chunk messages.

@@ -1,0 +1,78 @@
+// ParameterServer: runs a server program written by the distribute
+// transpiler (one `listen_and_serv` op; actors/distributed/distributed.md). It publishes
+// an actor on its endpoint; trainers say HELLO, push gradients and pull
+// parameters. Sync mode: an optimize block runs once its gradient came from
+// every trainer for the step (the mean of them); async: on each arrival.
+//
+//   ParameterServer server(main, startup, options, runtime);
+//   server.Serve();   // until every trainer said BYE; throws on a dead trainer
+//
+// Faults end the serve with an error naming the peer: a trainer whose
+// connection drops or that stays silent past `peer_timeout` (the other
+// trainers get an ERROR saying so), or trainers that never come within
+// `connect_timeout`. A malformed, oversized or unknown message, or one from a
+// peer that did not say HELLO, is answered with an ERROR, logged, and
+// otherwise ignored.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "rill/proto/program.pb.h"
+#include "rill/wire_limits.h"
+
+namespace rill {
+
+class Runtime;
+
+struct ParameterServerOptions {
+  // The port to listen on (HOST:PORT; port 0 picks a free one). The host
+  // names the server in messages; `bind` is the address it listens on.
+  std::string endpoint = "127.0.0.1:0";
+  std::string bind = "127.0.0.1";
+  // Trainers must present it in HELLO (empty: any trainer is accepted).
+  std::string token;
+  // Every `checkpoint_every` completed steps the server saves its variables
+  // and its step to `checkpoint_path` (0: never); an existing checkpoint is
+  // loaded at start, so a restarted job resumes from its step.
+  std::string checkpoint_path;
+  int64_t checkpoint_every = 0;
+  std::chrono::milliseconds heartbeat{500};
+  std::chrono::milliseconds peer_timeout{5000};
+  // How long all trainers have to say HELLO.
+  std::chrono::milliseconds connect_timeout{60000};
+  WireLimits limits;
+  // Where rejected messages and events are logged (default: standard error).
+  std::function<void(const std::string&)> log;
+};
+
+class ParameterServer {
+ public:
+  // Runs the startup program (or loads the checkpoint) and starts listening.
+  // Throws naming the endpoint when the port cannot be bound, and naming the
+  // op when `main` is not a server program.
+  ParameterServer(const proto::ProgramDesc& main, const proto::ProgramDesc& startup,
+                  ParameterServerOptions options, std::shared_ptr<Runtime> runtime);
+  ~ParameterServer();
+  ParameterServer(const ParameterServer&) = delete;
+  ParameterServer& operator=(const ParameterServer&) = delete;
+
+  // The port it listens on.
+  uint16_t port() const;
+  // Serves until every trainer said BYE. Throws rill::Error naming the
+  // trainer when one dies or goes silent, or when they do not all come.
+  void Serve();
+  // Completed steps (every optimize block applied), checkpoint's included.
+  int64_t step() const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<Runtime> runtime_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace rill

@@ -1,0 +1,456 @@
+#include "rill/pserver.h"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <future>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "actors/distributed/network.h"
+#include "actors/distributed/pserver_checkpoint.h"
+#include "actors/distributed/wire.h"
+#include "actors/distributed/wire_atom.h"
+#include "actors/executor/runtime_internals.h"
+#include "rill/error.h"
+#include "rill/executor.h"
+#include "rill/op_desc.h"
+#include "rill/runtime.h"
+#include "rill/scope.h"
+#include "rill/selected_rows.h"
+
+namespace rill {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using beat_atom = caf::atom_constant<caf::atom("beat")>;
+
+// What listen_and_serv says (distributed.md).
+struct ServeConfig {
+  int trainers = 1;
+  bool sync = true;
+  int server_index = 0;
+  std::vector<int> blocks;
+  std::vector<std::string> grads, params;
+  int prepare_block = -1;
+};
+
+const proto::Attr& RequireAttr(const proto::OpDesc& op, const std::string& name) {
+  const proto::Attr* attr = FindAttr(op, name);
+  RILL_CHECK(attr != nullptr, kInvalidArgument, "listen_and_serv: no attribute \"", name, "\"");
+  return *attr;
+}
+
+ServeConfig ReadServeConfig(const proto::ProgramDesc& main) {
+  RILL_CHECK(main.blocks_size() > 0, kInvalidArgument, "the server program has no blocks");
+  const proto::OpDesc* serve = nullptr;
+  for (const auto& op : main.blocks(0).ops()) {
+    if (op.type() == "listen_and_serv") serve = &op;
+  }
+  RILL_CHECK(serve != nullptr, kInvalidArgument,
+             "not a parameter-server program: block 0 has no listen_and_serv op (write one with "
+             "rill transpile)");
+  ServeConfig config;
+  config.trainers = static_cast<int>(RequireAttr(*serve, "trainers").i());
+  config.sync = RequireAttr(*serve, "sync_mode").b();
+  config.server_index = static_cast<int>(RequireAttr(*serve, "server_index").i());
+  for (int b : RequireAttr(*serve, "optimize_blocks").blocks().values()) config.blocks.push_back(b);
+  for (const auto& g : RequireAttr(*serve, "grads").strings().values()) config.grads.push_back(g);
+  for (const auto& p : RequireAttr(*serve, "params").strings().values()) config.params.push_back(p);
+  if (const proto::Attr* prepare = FindAttr(*serve, "prepare_block")) {
+    config.prepare_block = prepare->block();
+  }
+  RILL_CHECK(config.trainers >= 1, kInvalidArgument, "listen_and_serv: trainers must be >= 1");
+  RILL_CHECK(
+      config.blocks.size() == config.grads.size() && config.blocks.size() == config.params.size(),
+      kInvalidArgument, "listen_and_serv: ", config.blocks.size(), " optimize blocks, ",
+      config.grads.size(), " grads and ", config.params.size(), " params: must be equal");
+  return config;
+}
+
+// The mean of the trainers' gradients, summed in trainer order (the same
+// numbers whichever arrived first).
+void MeanInto(const std::map<int, Variable>& parts, int trainers, Variable* out) {
+  const Variable& first = parts.begin()->second;
+  if (first.holds_selected_rows()) {
+    std::vector<const SelectedRows*> rows;
+    for (const auto& [id, part] : parts) rows.push_back(&part.selected_rows());
+    SelectedRows merged = MergeSelectedRows(rows);
+    Tensor& values = merged.value;
+    RILL_CHECK(values.dtype() == DataType::kFloat32, kInvalidArgument,
+               "gradients must be float32, got ", values.Describe());
+    float* v = values.mutable_data<float>();
+    for (int64_t i = 0; i < values.numel(); ++i) v[i] /= static_cast<float>(trainers);
+    *out->mutable_selected_rows() = std::move(merged);
+    return;
+  }
+  const Tensor& t0 = first.tensor();
+  RILL_CHECK(t0.dtype() == DataType::kFloat32, kInvalidArgument, "gradients must be float32, got ",
+             t0.Describe());
+  Tensor mean(DataType::kFloat32, t0.shape());
+  float* m = mean.mutable_data<float>();
+  std::fill(m, m + mean.numel(), 0.f);
+  for (const auto& [id, part] : parts) {
+    RILL_CHECK(!part.holds_selected_rows() && part.tensor().shape() == t0.shape(), kInvalidArgument,
+               "trainer ", id, " sent a gradient of another shape or kind (",
+               part.tensor().Describe(), ", expected ", t0.Describe(), ")");
+    const float* p = part.tensor().data<float>();
+    for (int64_t i = 0; i < mean.numel(); ++i) m[i] += p[i];
+  }
+  for (int64_t i = 0; i < mean.numel(); ++i) m[i] /= static_cast<float>(trainers);
+  *out->mutable_tensor() = std::move(mean);
+}
+
+}  // namespace
+
+struct ParameterServer::State {
+  ParameterServerOptions options;
+  proto::ProgramDesc main;
+  ServeConfig config;
+  std::string name;  // "parameter server 0 (127.0.0.1:6000)"
+  Scope scope;
+  Executor executor;
+  std::unique_ptr<PreparedBlock> prepare;
+  int64_t prepared_step = 0;
+
+  struct Pull {
+    caf::actor link;
+    int trainer;
+    int64_t step;
+  };
+  struct Served {
+    std::string grad, param;
+    std::unique_ptr<PreparedBlock> block;
+    int64_t version = 0;
+    std::map<int, Variable> parts;  // this round's gradients, by trainer
+    std::vector<Pull> waiting;
+    std::string encoded;  // the parameter's VALUE at `encoded_version`
+    int64_t encoded_version = -1;
+  };
+  std::vector<Served> served;
+  std::unordered_map<std::string, size_t> by_grad, by_param;
+
+  struct Trainer {
+    caf::actor link;
+    Clock::time_point last_heard;
+    bool bye = false;
+  };
+  std::map<int, Trainer> trainers;
+  std::map<caf::actor_addr, int> trainer_by_addr;
+  Clock::time_point started;
+
+  std::mutex mutex;
+  std::promise<void> finished;
+  bool finished_set = false;
+  std::atomic<int64_t> completed{0};
+  caf::actor actor;
+  uint16_t port = 0;
+
+  void Log(const std::string& line) {
+    if (options.log) {
+      options.log(line);
+    } else {
+      std::cerr << "[" << name << "] " << line << std::endl;
+    }
+  }
+
+  void Finish(std::exception_ptr error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (finished_set) return;
+    finished_set = true;
+    if (error) {
+      finished.set_exception(error);
+    } else {
+      finished.set_value();
+    }
+  }
+
+  int64_t CompletedSteps() const {
+    int64_t steps = served.empty() ? prepared_step : served.front().version;
+    for (const Served& s : served) steps = std::min(steps, s.version);
+    return steps;
+  }
+};
+
+namespace {
+
+using State = ParameterServer::State;
+
+void Reply(caf::event_based_actor* self, const caf::actor& to, const proto::WireMessage& message) {
+  if (to) self->send(to, wire_atom::value, EncodeWire(message));
+}
+
+// A trainer is gone: tell the others, end the serve with the reason.
+void FailServe(caf::event_based_actor* self, State& s, ErrorCode code, const std::string& why) {
+  s.Log(why);
+  for (auto& [id, trainer] : s.trainers) {
+    if (!trainer.bye) Reply(self, trainer.link, WireError(StrCat(s.name, ": ", why)));
+  }
+  s.Finish(std::make_exception_ptr(Error(code, StrCat(s.name, ": ", why))));
+}
+
+void AnswerPulls(caf::event_based_actor* self, State& s, State::Served& block) {
+  std::vector<State::Pull> still;
+  for (State::Pull& pull : block.waiting) {
+    if (s.config.sync && block.version < pull.step) {
+      still.push_back(pull);
+      continue;
+    }
+    if (block.encoded_version != block.version) {
+      const Tensor& value = s.scope.FindVar(block.param)->tensor();
+      block.encoded = EncodeWire(WireValue(block.param, block.version, value));
+      block.encoded_version = block.version;
+    }
+    self->send(pull.link, wire_atom::value, block.encoded);
+  }
+  block.waiting.swap(still);
+}
+
+// Runs the block's update with the gradient now in the scope.
+void Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t step) {
+  if (s.prepare && step > s.prepared_step) {
+    s.executor.Run(*s.prepare);
+    s.prepared_step = step;
+  }
+  s.executor.Run(*block.block);
+  ++block.version;
+  const int64_t before = s.completed.load();
+  const int64_t now = s.CompletedSteps();
+  s.completed.store(now);
+  if (now > before && s.options.checkpoint_every > 0 && now % s.options.checkpoint_every == 0 &&
+      !s.options.checkpoint_path.empty()) {
+    SavePserverCheckpoint(s.main, s.scope, now, s.options.checkpoint_path);
+  }
+  AnswerPulls(self, s, block);
+}
+
+void HandlePush(caf::event_based_actor* self, State& s, int trainer, proto::WireMessage& message) {
+  auto it = s.by_grad.find(message.var());
+  RILL_CHECK(it != s.by_grad.end(), kNotFound, "trainer ", trainer, " pushed \"", message.var(),
+             "\", which this server does not receive");
+  State::Served& block = s.served[it->second];
+  Variable part;
+  if (message.selected_rows()) {
+    *part.mutable_selected_rows() = WireRows(message);
+  } else {
+    *part.mutable_tensor() = WireTensor(message);
+  }
+  Variable* grad = s.scope.Var(block.grad);
+  if (!s.config.sync) {
+    *grad = std::move(part);
+    Apply(self, s, block, message.step());
+    return;
+  }
+  RILL_CHECK(message.step() == block.version + 1, kInvalidArgument, "trainer ", trainer,
+             " pushed \"", message.var(), "\" for step ", message.step(),
+             "; this server expects step ", block.version + 1);
+  RILL_CHECK(!block.parts.count(trainer), kInvalidArgument, "trainer ", trainer, " pushed \"",
+             message.var(), "\" twice for step ", message.step());
+  block.parts[trainer] = std::move(part);
+  if (static_cast<int>(block.parts.size()) < s.config.trainers) return;
+  MeanInto(block.parts, s.config.trainers, grad);
+  block.parts.clear();
+  Apply(self, s, block, message.step());
+}
+
+// HELLO from a trainer: check its token and id, register and watch it.
+void HandleHello(caf::event_based_actor* self, State& s, const caf::actor& link,
+                 const proto::WireMessage& message) {
+  const int id = message.trainer_id();
+  std::string refusal;
+  if (!s.options.token.empty() && message.token() != s.options.token) {
+    refusal = StrCat("refused trainer ", id, ": wrong token");
+  } else if (id < 0 || id >= s.config.trainers) {
+    refusal =
+        StrCat("refused trainer ", id, ": this job has trainers 0 to ", s.config.trainers - 1);
+  } else if (s.trainers.count(id)) {
+    refusal = StrCat("refused trainer ", id, ": that id is already connected");
+  }
+  if (!refusal.empty()) {
+    s.Log(refusal);
+    Reply(self, link, WireError(StrCat(s.name, " ", refusal)));
+    return;
+  }
+  s.trainers[id] = {link, Clock::now(), false};
+  s.trainer_by_addr[link.address()] = id;
+  self->monitor(link);
+  s.Log(StrCat("trainer ", id, " connected"));
+  Reply(self, link, WireHelloReply(s.CompletedSteps()));
+}
+
+void HandleMessage(caf::event_based_actor* self, State& s, const std::string& bytes) {
+  const caf::actor sender = caf::actor_cast<caf::actor>(self->current_sender());
+  auto known = sender ? s.trainer_by_addr.find(sender.address()) : s.trainer_by_addr.end();
+  const int trainer = known == s.trainer_by_addr.end() ? -1 : known->second;
+  const std::string peer = trainer >= 0 ? StrCat("trainer ", trainer) : "an unregistered peer";
+  proto::WireMessage message;
+  try {
+    message = DecodeWire(bytes, s.options.limits, peer);
+    if (message.kind() == proto::WireMessage::HELLO) {
+      HandleHello(self, s, sender, message);
+      return;
+    }
+    RILL_CHECK(trainer >= 0, kInvalidArgument, "a ", WireKindName(message.kind()),
+               " message from a peer that did not say HELLO");
+    s.trainers[trainer].last_heard = Clock::now();
+    switch (message.kind()) {
+      case proto::WireMessage::HEARTBEAT: return;
+      case proto::WireMessage::PUSH: HandlePush(self, s, trainer, message); return;
+      case proto::WireMessage::PULL: {
+        auto it = s.by_param.find(message.var());
+        RILL_CHECK(it != s.by_param.end(), kNotFound, "trainer ", trainer, " pulled \"",
+                   message.var(), "\", which this server does not serve");
+        s.served[it->second].waiting.push_back({sender, trainer, message.step()});
+        AnswerPulls(self, s, s.served[it->second]);
+        return;
+      }
+      case proto::WireMessage::BYE: {
+        s.trainers[trainer].bye = true;
+        s.Log(StrCat("trainer ", trainer, " finished"));
+        bool all = static_cast<int>(s.trainers.size()) == s.config.trainers;
+        for (auto& [id, t] : s.trainers) all = all && t.bye;
+        if (all) s.Finish(nullptr);
+        return;
+      }
+      default:
+        Fail(ErrorCode::kInvalidArgument, "a ", WireKindName(message.kind()),
+             " message is not for a server");
+    }
+  } catch (const Error& e) {
+    // Rejected: say why to the sender, keep serving.
+    s.Log(StrCat("rejected a message from ", peer, ": ", e.what()));
+    Reply(self, sender, WireError(StrCat(s.name, " rejected a message: ", e.what())));
+  }
+}
+
+// Heartbeats to the trainers; a silent trainer, or one that never came, ends the serve.
+void Beat(caf::event_based_actor* self, State& s) {
+  const auto now = Clock::now();
+  for (auto& [id, trainer] : s.trainers) {
+    if (trainer.bye) continue;
+    const auto silent =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - trainer.last_heard);
+    if (silent > s.options.peer_timeout) {
+      FailServe(self, s, ErrorCode::kTimeout,
+                StrCat("trainer ", id, " sent nothing for ", silent.count(), " ms (limit ",
+                       s.options.peer_timeout.count(), " ms): presumed dead"));
+      return;
+    }
+    Reply(self, trainer.link, WireHeartbeat());
+  }
+  if (static_cast<int>(s.trainers.size()) < s.config.trainers &&
+      now - s.started > s.options.connect_timeout) {
+    FailServe(self, s, ErrorCode::kTimeout,
+              StrCat("only ", s.trainers.size(), " of ", s.config.trainers,
+                     " trainers connected within ", s.options.connect_timeout.count(), " ms"));
+    return;
+  }
+  self->delayed_send(self, s.options.heartbeat, beat_atom::value);
+}
+
+caf::behavior ServerActor(caf::event_based_actor* self, std::shared_ptr<State> state) {
+  self->set_down_handler([self, state](caf::down_msg& msg) {
+    State& s = *state;
+    auto it = s.trainer_by_addr.find(msg.source);
+    if (it == s.trainer_by_addr.end()) return;
+    const int id = it->second;
+    if (s.trainers[id].bye) return;  // finished, then left
+    FailServe(self, s, ErrorCode::kUnavailable,
+              StrCat("lost the connection to trainer ", id, " (", self->system().render(msg.reason),
+                     ") before it finished"));
+  });
+  self->set_default_handler(
+      [state](caf::scheduled_actor*, caf::message_view& view) -> caf::result<caf::message> {
+        state->Log(StrCat("dropped a message that is not a wire message: ",
+                          to_string(view.copy_content_to_message())));
+        return caf::sec::unexpected_message;
+      });
+  self->delayed_send(self, state->options.heartbeat, beat_atom::value);
+  return {
+      [self, state](wire_atom, const std::string& bytes) {
+        try {
+          HandleMessage(self, *state, bytes);
+        } catch (const std::exception& e) {
+          // An optimize block failed: nothing the trainers can do about it.
+          FailServe(self, *state, ErrorCode::kInternal, e.what());
+        }
+      },
+      [self, state](beat_atom) { Beat(self, *state); },
+  };
+}
+
+}  // namespace
+
+ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::ProgramDesc& startup,
+                                 ParameterServerOptions options, std::shared_ptr<Runtime> runtime)
+    : runtime_(std::move(runtime)), state_(std::make_shared<State>()) {
+  RILL_CHECK(runtime_ && runtime_->network(), kInvalidArgument,
+             "a parameter server needs a Runtime constructed with the network loaded");
+  State& s = *state_;
+  s.options = std::move(options);
+  s.main = main;
+  s.config = ReadServeConfig(s.main);
+  s.name = StrCat("parameter server ", s.config.server_index, " (", s.options.endpoint, ")");
+  const Endpoint endpoint = ParseEndpoint(s.options.endpoint);
+
+  int64_t step = 0;
+  Executor().Run(startup, &s.scope);
+  if (!s.options.checkpoint_path.empty() && PserverCheckpointExists(s.options.checkpoint_path)) {
+    step = LoadPserverCheckpoint(s.main, &s.scope, s.options.checkpoint_path);
+    s.Log(StrCat("resumed from ", s.options.checkpoint_path, " at step ", step));
+  }
+  s.prepared_step = step;
+  s.completed = step;
+  if (s.config.prepare_block >= 0) {
+    s.prepare = s.executor.Prepare(s.main, &s.scope, s.config.prepare_block);
+  }
+  for (size_t i = 0; i < s.config.blocks.size(); ++i) {
+    State::Served served;
+    served.grad = s.config.grads[i];
+    served.param = s.config.params[i];
+    served.block = s.executor.Prepare(s.main, &s.scope, s.config.blocks[i]);
+    served.version = step;
+    RILL_CHECK(
+        s.scope.FindVar(served.param) && s.scope.FindVar(served.param)->tensor().initialized(),
+        kInvalidArgument, s.name, ": parameter \"", served.param, "\" has no value after startup");
+    s.by_grad[served.grad] = i;
+    s.by_param[served.param] = i;
+    s.served.push_back(std::move(served));
+  }
+  s.started = Clock::now();
+  s.actor = ActorSystemOf(*runtime_).spawn(ServerActor, state_);
+  try {
+    s.port = Publish(ActorSystemOf(*runtime_), s.actor, Endpoint{s.options.bind, endpoint.port});
+  } catch (...) {
+    // No destructor runs for a constructor that throws: stop the actor here,
+    // or the actor system would wait for it forever.
+    caf::anon_send_exit(s.actor, caf::exit_reason::user_shutdown);
+    throw;
+  }
+}
+
+ParameterServer::~ParameterServer() {
+  caf::anon_send_exit(state_->actor, caf::exit_reason::user_shutdown);
+}
+
+uint16_t ParameterServer::port() const { return state_->port; }
+
+int64_t ParameterServer::step() const { return state_->completed.load(); }
+
+void ParameterServer::Serve() {
+  auto finished = state_->finished.get_future();
+  std::exception_ptr error;
+  try {
+    finished.get();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // Let the last messages (ERRORs to the trainers, the final VALUEs) leave.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  caf::anon_send_exit(state_->actor, caf::exit_reason::user_shutdown);
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace rill

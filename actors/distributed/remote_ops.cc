@@ -1,0 +1,93 @@
+// The trainer's side of the wire: `send` and `recv` run as op actors
+// (op_actor.h) on the process's TrainerClient. A send pushes each of its
+// inputs to its server and is done once they are encoded; a recv pulls each
+// of its outputs for the current step and is done when all have arrived —
+// no thread waits meanwhile.
+#include <atomic>
+#include <memory>
+#include <mutex>
+
+#include "actors/trace/trace_context.h"
+#include "rill/error.h"
+#include "rill/kernel_context.h"
+#include "rill/op_actor.h"
+#include "rill/op_desc.h"
+#include "rill/trainer_client.h"
+
+namespace rill {
+namespace {
+
+class SendActor : public OpActor {
+ public:
+  void Run(KernelContext& ctx, OpDone done) override {
+    auto client = TrainerClient::Find(*ctx.scope());
+    const auto endpoint = ctx.Attr<std::string>("endpoint");
+    const TraceContext trace = CurrentTrace();  // set while the executor traces this op
+    for (int i = 0; i < ctx.InputCount("X"); ++i) {
+      const int64_t began = trace.recorder ? TraceRecorder::Now() : 0;
+      const auto bytes = client->Push(endpoint, ctx.InputName("X", i), *ctx.InputVar("X", i));
+      if (trace.recorder == nullptr) continue;
+      TraceEvent e;
+      e.kind = TraceEventKind::kSend;
+      e.begin_ns = began;
+      e.end_ns = TraceRecorder::Now();
+      e.lane = trace.lane;
+      e.graph = static_cast<uint16_t>(trace.graph);
+      e.iteration = trace.iteration;
+      e.detail = trace.recorder->Intern(ctx.InputName("X", i));
+      e.bytes = bytes.sent;
+      e.raw_bytes = bytes.raw;
+      trace.recorder->Record(e);
+    }
+    done(nullptr);
+  }
+};
+
+class RecvActor : public OpActor {
+ public:
+  void Run(KernelContext& ctx, OpDone done) override {
+    auto client = TrainerClient::Find(*ctx.scope());
+    const auto endpoint = ctx.Attr<std::string>("endpoint");
+    const std::vector<std::string> names = OutputVars(ctx.op(), "Out");
+    const int count = static_cast<int>(names.size());
+    if (count == 0) return done(nullptr);
+    // Shared by the answers, which come on the link's thread.
+    struct Pending {
+      std::atomic<int> left;
+      std::mutex mutex;
+      std::exception_ptr error;
+      OpDone done;
+    };
+    auto pending = std::make_shared<Pending>();
+    pending->left = count;
+    pending->done = std::move(done);
+    for (int i = 0; i < count; ++i) {
+      Tensor* out = ctx.Output("Out", i);
+      client->Pull(endpoint, names[static_cast<size_t>(i)], client->step(),
+                   [pending, out](Tensor value, std::exception_ptr error) {
+                     if (error) {
+                       std::lock_guard<std::mutex> lock(pending->mutex);
+                       if (!pending->error) pending->error = error;
+                     } else {
+                       *out = std::move(value);
+                     }
+                     if (pending->left.fetch_sub(1) != 1) return;
+                     std::exception_ptr first;
+                     {
+                       std::lock_guard<std::mutex> lock(pending->mutex);
+                       first = pending->error;
+                     }
+                     pending->done(first);
+                   });
+    }
+  }
+};
+
+const bool registered = [] {
+  RegisterOpActor("send", [] { return std::make_unique<SendActor>(); });
+  RegisterOpActor("recv", [] { return std::make_unique<RecvActor>(); });
+  return true;
+}();
+
+}  // namespace
+}  // namespace rill

@@ -1,0 +1,331 @@
+#include "rill/trainer_client.h"
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <future>
+#include <mutex>
+#include <unordered_map>
+
+#include "actors/distributed/network.h"
+#include "actors/distributed/wire.h"
+#include "actors/distributed/wire_atom.h"
+#include "actors/executor/runtime_internals.h"
+#include "rill/error.h"
+#include "rill/runtime.h"
+
+namespace rill {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+// From the trainer's threads to a link actor: bytes to send to its server.
+using relay_atom = caf::atom_constant<caf::atom("relay")>;
+// To a link actor from itself: send a heartbeat, check the server's.
+using beat_atom = caf::atom_constant<caf::atom("beat")>;
+// To a link actor: stop (the client is gone).
+using close_atom = caf::atom_constant<caf::atom("close")>;
+
+constexpr const char* kClientVar = "@trainer_client";
+
+}  // namespace
+
+// What a link's actor and the trainer's threads share.
+struct TrainerClient::Link {
+  std::string endpoint;
+  caf::actor server;
+  caf::actor actor;
+
+  std::mutex mutex;
+  std::unordered_map<std::string, PullDone> pending;  // by variable: one pull each at a time
+  std::exception_ptr failure;
+  std::promise<int64_t> hello;  // the server's step, or why it refused
+  bool hello_done = false;
+
+  // Fails what waits and everything after; the first reason stays.
+  void Fail(ErrorCode code, const std::string& why) {
+    std::unordered_map<std::string, PullDone> waiting;
+    std::exception_ptr error;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!failure) failure = std::make_exception_ptr(Error(code, why));
+      error = failure;
+      waiting.swap(pending);
+      if (!hello_done) {
+        hello_done = true;
+        hello.set_exception(error);
+      }
+    }
+    for (auto& [var, done] : waiting) done(Tensor(), error);
+  }
+
+  std::exception_ptr Failure() {
+    std::lock_guard<std::mutex> lock(mutex);
+    return failure;
+  }
+};
+
+namespace {
+
+// The actor of one link: relays, heartbeats, and the server's answers.
+caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerClient::Link> link,
+                        TrainerClientOptions options) {
+  auto last_heard = std::make_shared<Clock::time_point>(Clock::now());
+  const std::string server = StrCat("parameter server ", link->endpoint);
+  self->monitor(link->server);
+  self->set_down_handler([self, link, server](caf::down_msg& msg) {
+    link->Fail(ErrorCode::kUnavailable, StrCat("lost the connection to ", server, " (",
+                                               self->system().render(msg.reason), ")"));
+    self->quit();
+  });
+  self->send(link->server, wire_atom::value,
+             EncodeWire(WireHello(options.trainer_id, options.token)));
+  self->delayed_send(self, options.heartbeat, beat_atom::value);
+  return {
+      [self, link](relay_atom, std::string& bytes) {
+        self->send(link->server, wire_atom::value, std::move(bytes));
+      },
+      [self, link, server, last_heard, options](beat_atom) {
+        const auto silent =
+            std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - *last_heard);
+        if (silent > options.peer_timeout) {
+          link->Fail(ErrorCode::kTimeout,
+                     StrCat(server, " sent nothing for ", silent.count(), " ms (limit ",
+                            options.peer_timeout.count(), " ms): presumed dead"));
+          self->quit();
+          return;
+        }
+        self->send(link->server, wire_atom::value, EncodeWire(WireHeartbeat()));
+        self->delayed_send(self, options.heartbeat, beat_atom::value);
+      },
+      [self](close_atom) { self->quit(); },
+      [self, link, server, last_heard, options](wire_atom, const std::string& bytes) {
+        *last_heard = Clock::now();
+        proto::WireMessage message;
+        try {
+          message = DecodeWire(bytes, options.limits, server);
+        } catch (const Error& e) {
+          link->Fail(ErrorCode::kInvalidArgument, e.what());
+          self->quit();
+          return;
+        }
+        switch (message.kind()) {
+          case proto::WireMessage::HEARTBEAT: return;
+          case proto::WireMessage::HELLO: {
+            std::lock_guard<std::mutex> lock(link->mutex);
+            if (!link->hello_done) {
+              link->hello_done = true;
+              link->hello.set_value(message.step());
+            }
+            return;
+          }
+          case proto::WireMessage::VALUE: {
+            TrainerClient::PullDone done;
+            {
+              std::lock_guard<std::mutex> lock(link->mutex);
+              auto it = link->pending.find(message.var());
+              if (it == link->pending.end()) return;  // nobody asked: ignore
+              done = std::move(it->second);
+              link->pending.erase(it);
+            }
+            Tensor value;
+            std::exception_ptr error;
+            try {
+              value = WireTensor(message);
+            } catch (...) {
+              error = std::current_exception();
+            }
+            done(std::move(value), error);
+            return;
+          }
+          case proto::WireMessage::ERROR:
+            link->Fail(ErrorCode::kUnavailable, StrCat(server, ": ", message.error()));
+            self->quit();
+            return;
+          default:
+            link->Fail(
+                ErrorCode::kInvalidArgument,
+                StrCat(server, " sent an unexpected ", WireKindName(message.kind()), " message"));
+            self->quit();
+        }
+      },
+  };
+}
+
+}  // namespace
+
+TrainerClient::TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOptions options)
+    : runtime_(std::move(runtime)), options_(std::move(options)) {
+  RILL_CHECK(runtime_ && runtime_->network(), kInvalidArgument,
+             "a trainer client needs a Runtime constructed with the network loaded");
+  RILL_CHECK(!options_.pservers.empty(), kInvalidArgument, "a trainer needs parameter servers");
+  caf::actor_system& system = ActorSystemOf(*runtime_);
+  const auto deadline = Clock::now() + options_.connect_timeout;
+  for (const std::string& endpoint : options_.pservers) {
+    auto link = std::make_shared<Link>();
+    link->endpoint = endpoint;
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    link->server =
+        Connect(system, ParseEndpoint(endpoint), std::max(left, std::chrono::milliseconds(1)));
+    link->actor = system.spawn(LinkActor, link, options_);
+    links_.push_back(link);
+  }
+  bool first = true;
+  for (auto& link : links_) {
+    auto hello = link->hello.get_future();
+    if (hello.wait_until(deadline) != std::future_status::ready) {
+      link->Fail(ErrorCode::kTimeout,
+                 StrCat("parameter server ", link->endpoint, " did not answer HELLO in time"));
+    }
+    const int64_t step = hello.get();  // throws the link's failure
+    RILL_CHECK(first || step == start_step_, kUnavailable, "parameter server ", link->endpoint,
+               " is at step ", step, ", ", links_.front()->endpoint, " at step ", start_step_,
+               ": the servers' checkpoints disagree");
+    start_step_ = step;
+    first = false;
+  }
+  step_.store(start_step_);
+}
+
+TrainerClient::~TrainerClient() {
+  for (auto& link : links_) caf::anon_send(link->actor, close_atom::value);
+}
+
+TrainerClient::Link& TrainerClient::LinkFor(const std::string& endpoint) {
+  for (auto& link : links_) {
+    if (link->endpoint == endpoint) return *link;
+  }
+  std::string known;
+  for (const auto& link : links_) known += (known.empty() ? "" : ", ") + link->endpoint;
+  Fail(ErrorCode::kInvalidArgument, "no parameter server ", endpoint, " among this trainer's (",
+       known, ")");
+}
+
+TrainerClient::PushedBytes TrainerClient::Push(const std::string& endpoint, const std::string& var,
+                                               const Variable& value) {
+  Link& link = LinkFor(endpoint);
+  if (auto failure = link.Failure()) std::rethrow_exception(failure);
+  PushedBytes bytes;
+  proto::WireMessage message = PushMessage(var, value, &bytes);
+  message.set_trainer_id(options_.trainer_id);
+  caf::anon_send(link.actor, relay_atom::value, EncodeWire(message));
+  pushed_raw_bytes_.fetch_add(bytes.raw, std::memory_order_relaxed);
+  pushed_bytes_.fetch_add(bytes.sent, std::memory_order_relaxed);
+  return bytes;
+}
+
+proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Variable& value,
+                                              PushedBytes* bytes) {
+  const bool rows = value.holds_selected_rows();
+  const Tensor& values = rows ? value.selected_rows().value : value.tensor();
+  const int64_t row_bytes =
+      rows ? static_cast<int64_t>(value.selected_rows().rows.size() * sizeof(int64_t)) : 0;
+  bytes->raw = static_cast<int64_t>(values.bytes()) + row_bytes;
+  int64_t elements = values.initialized() ? values.numel() : 0;
+  if (rows && values.initialized() && values.rank() >= 1 && values.dim(0) > 0) {
+    elements = value.selected_rows().height * (values.numel() / values.dim(0));
+  }
+  if (options_.gradient_compression == GradientCompression::kNone || !values.initialized() ||
+      values.dtype() != DataType::kFloat32 || elements < options_.compression_min_elements) {
+    bytes->sent = bytes->raw;
+    return rows ? WirePushRows(var, step(), value.selected_rows())
+                : WirePush(var, step(), value.tensor());
+  }
+  std::vector<float>* residual;
+  {
+    std::lock_guard<std::mutex> lock(residuals_mutex_);
+    residual = &residuals_[var];  // a map's elements stay where they are
+  }
+  const GradientCompression kind = options_.gradient_compression;
+  proto::WireMessage message;
+  int64_t sent = 0;
+  if (rows) {
+    SelectedRows merged = value.selected_rows().Merged();  // each row's residual once
+    const QuantizedValues q = QuantizeRowsWithFeedback(&merged, residual, kind);
+    message = WirePushCompressed(var, step(), merged.value.shape(), q, &merged);
+    sent = q.bytes() + static_cast<int64_t>(merged.rows.size() * sizeof(int64_t));
+  } else {
+    if (residual->size() != static_cast<size_t>(values.numel())) {
+      residual->assign(static_cast<size_t>(values.numel()), 0.0f);
+    }
+    const QuantizedValues q =
+        QuantizeWithFeedback(values.data<float>(), residual->data(), values.numel(), kind);
+    message = WirePushCompressed(var, step(), values.shape(), q);
+    sent = q.bytes();
+  }
+  bytes->sent = sent;
+  return message;
+}
+
+TrainerClient::Counters TrainerClient::counters() const {
+  return {steps_.load(std::memory_order_relaxed), pushed_raw_bytes_.load(std::memory_order_relaxed),
+          pushed_bytes_.load(std::memory_order_relaxed)};
+}
+
+void TrainerClient::Pull(const std::string& endpoint, const std::string& var, int64_t min_step,
+                         PullDone done) {
+  Link& link = LinkFor(endpoint);
+  {
+    std::lock_guard<std::mutex> lock(link.mutex);
+    if (link.failure) {
+      auto failure = link.failure;
+      done(Tensor(), failure);
+      return;
+    }
+    RILL_CHECK(!link.pending.count(var), kInternal, "a second pull of ", var, " from ", endpoint,
+               " while the first is in flight");
+    link.pending[var] = std::move(done);
+  }
+  proto::WireMessage message = WirePull(var);
+  message.set_step(min_step);
+  message.set_trainer_id(options_.trainer_id);
+  caf::anon_send(link.actor, relay_atom::value, EncodeWire(message));
+}
+
+Tensor TrainerClient::PullNow(const std::string& endpoint, const std::string& var,
+                              int64_t min_step) {
+  auto result = std::make_shared<std::promise<Tensor>>();
+  auto future = result->get_future();
+  Pull(endpoint, var, min_step, [result](Tensor value, std::exception_ptr error) {
+    if (error) {
+      result->set_exception(error);
+    } else {
+      result->set_value(std::move(value));
+    }
+  });
+  return future.get();  // the link fails it when the server dies or goes silent
+}
+
+void TrainerClient::Finish() {
+  for (auto& link : links_) {
+    if (link->Failure()) continue;
+    caf::anon_send(link->actor, relay_atom::value, EncodeWire(WireBye(options_.trainer_id)));
+  }
+}
+
+std::exception_ptr TrainerClient::failure() const {
+  for (auto& link : links_) {
+    if (auto failure = link->Failure()) return failure;
+  }
+  return nullptr;
+}
+
+std::string TrainerClient::Describe() const {
+  std::string servers;
+  for (const auto& link : links_) servers += (servers.empty() ? "" : ", ") + link->endpoint;
+  return StrCat("trainer ", options_.trainer_id, " of parameter servers ", servers);
+}
+
+void TrainerClient::Install(Scope* scope, std::shared_ptr<TrainerClient> client) {
+  scope->Var(kClientVar)->set_object(std::move(client));
+}
+
+std::shared_ptr<TrainerClient> TrainerClient::Find(const Scope& scope) {
+  const Variable* var = scope.FindVar(kClientVar);
+  auto client = var ? std::dynamic_pointer_cast<TrainerClient>(var->object()) : nullptr;
+  RILL_CHECK(client != nullptr, kInvalidArgument,
+             "send and recv ops need a trainer client (run the program as a trainer: rill train "
+             "--role trainer, or TrainerClient::Install)");
+  return client;
+}
+
+}  // namespace rill

@@ -1,0 +1,375 @@
+#include "actors/distributed/wire.h"
+
+#include <google/protobuf/stubs/logging.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <utility>
+
+#include "rill/checkpoint.h"
+#include "rill/error.h"
+
+namespace rill {
+namespace {
+
+using proto::WireMessage;
+
+bool CarriesValue(int kind) { return kind == WireMessage::PUSH || kind == WireMessage::VALUE; }
+
+// The value's tensor, named after nothing: `var` names it on the wire.
+proto::TensorProto ValueProto(const std::string& var, const Tensor& value) {
+  proto::TensorProto tensor = TensorToProto(var, value);
+  tensor.clear_name();
+  return tensor;
+}
+
+WireMessage ValueMessage(WireMessage::Kind kind, const std::string& var, int64_t step,
+                         const Tensor& value) {
+  WireMessage message;
+  message.set_kind(kind);
+  message.set_var(var);
+  message.set_step(step);
+  *message.mutable_tensor() = ValueProto(var, value);  // moved: no copy of the bytes
+  return message;
+}
+
+// Dimensions, each >= 0, and their product without overflow.
+int64_t CheckedNumel(const Shape& shape, const std::string& where) {
+  int64_t numel = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      Fail(ErrorCode::kInvalidArgument, where, ": negative dimension in shape ",
+           ShapeToString(shape));
+    if (d != 0 && numel > std::numeric_limits<int64_t>::max() / d) {
+      Fail(ErrorCode::kInvalidArgument, where, ": shape too large: ", ShapeToString(shape));
+    }
+    numel *= d;
+  }
+  return numel;
+}
+
+// The element bytes must match dtype and shape (TensorFromProto checks the
+// same when the payload is taken out; checked here without copying it).
+void CheckTensor(const proto::TensorProto& tensor, const std::string& where) {
+  if (tensor.dtype() == proto::DT_INVALID || !proto::DataType_IsValid(tensor.dtype())) {
+    Fail(ErrorCode::kInvalidArgument, where, ": the tensor has invalid data type ",
+         static_cast<int>(tensor.dtype()));
+  }
+  const DataType dtype = FromProto(tensor.dtype());
+  const Shape shape(tensor.shape().begin(), tensor.shape().end());
+  const int64_t numel = CheckedNumel(shape, where);
+  const size_t item = SizeOf(dtype);
+  const size_t bytes = tensor.data().size();
+  if (static_cast<uint64_t>(numel) > bytes / item || static_cast<size_t>(numel) * item != bytes) {
+    Fail(ErrorCode::kInvalidArgument, where, ": the tensor is ", DataTypeName(dtype),
+         ShapeToString(shape), " but holds ", bytes, " bytes");
+  }
+}
+
+constexpr int32_t kMaxCompressionChunk = 1 << 20;
+
+GradientCompression CodesKind(int codes) {
+  return codes == proto::CompressedTensor::INT4 ? GradientCompression::kInt4
+                                                : GradientCompression::kInt8;
+}
+
+void CheckCompressed(const proto::CompressedTensor& c, const std::string& where) {
+  if (c.codes() == proto::CompressedTensor::CODES_INVALID ||
+      !proto::CompressedTensor::Codes_IsValid(c.codes())) {
+    Fail(ErrorCode::kInvalidArgument, where, ": the compressed tensor has unknown codes ",
+         static_cast<int>(c.codes()));
+  }
+  if (c.chunk() < 1 || c.chunk() > kMaxCompressionChunk) {
+    Fail(ErrorCode::kInvalidArgument, where, ": compression chunk ", c.chunk(), " is outside [1, ",
+         kMaxCompressionChunk, "]");
+  }
+  const Shape shape(c.dims().begin(), c.dims().end());
+  const int64_t numel = CheckedNumel(shape, where);
+  const bool int4 = c.codes() == proto::CompressedTensor::INT4;
+  // Sizes are compared after dividing, so a huge shape cannot overflow them.
+  const uint64_t codes = c.data().size();
+  if (static_cast<uint64_t>(numel) / (int4 ? 2 : 1) > codes ||
+      codes != static_cast<uint64_t>(int4 ? (numel + 1) / 2 : numel)) {
+    Fail(ErrorCode::kInvalidArgument, where, ": the compressed tensor is float32",
+         ShapeToString(shape), " but holds ", codes, " bytes of ", int4 ? "int4" : "int8",
+         " codes");
+  }
+  const uint64_t chunks = (static_cast<uint64_t>(numel) + c.chunk() - 1) / c.chunk();
+  if (c.scales().size() != chunks * sizeof(float)) {
+    Fail(ErrorCode::kInvalidArgument, where, ": ", chunks, " chunks of ", c.chunk(),
+         " values need ", chunks * sizeof(float), " bytes of scales, got ", c.scales().size());
+  }
+  for (uint64_t i = 0; i < chunks; ++i) {
+    float scale;
+    std::memcpy(&scale, c.scales().data() + i * sizeof(float), sizeof(float));
+    if (scale < 0 || std::isinf(scale)) {  // NaN is allowed: a chunk that was not finite
+      Fail(ErrorCode::kInvalidArgument, where, ": scale ", i, " is ", scale);
+    }
+  }
+  const int lowest = -CompressionLevels(CodesKind(c.codes()));
+  for (uint64_t i = 0; i < codes; ++i) {
+    const auto byte = static_cast<uint8_t>(c.data()[i]);
+    const bool last_odd = int4 && numel % 2 == 1 && i + 1 == codes;
+    const int low = int4 ? (byte & 0xF) - ((byte & 0x8) << 1) : static_cast<int8_t>(byte);
+    const int high = (byte >> 4) - ((byte & 0x80) >> 3);
+    if (low < lowest || (int4 && (last_odd ? high != 0 : high < lowest))) {
+      Fail(ErrorCode::kInvalidArgument, where, ": code byte ", i, " (", static_cast<int>(byte),
+           ") is outside [", lowest, ", ", -lowest, "]", last_odd ? " or has a high nibble" : "");
+    }
+  }
+}
+
+// The shape of the value a PUSH or VALUE carries.
+Shape ValueShape(const WireMessage& message) {
+  if (message.has_compressed()) {
+    return Shape(message.compressed().dims().begin(), message.compressed().dims().end());
+  }
+  return Shape(message.tensor().shape().begin(), message.tensor().shape().end());
+}
+
+// Selected rows: one index in [0, height) per row of the tensor. A dense value
+// has no rows and no height.
+void CheckRows(const WireMessage& message, const std::string& where) {
+  if (!message.selected_rows()) {
+    if (message.rows_size() != 0 || message.height() != 0) {
+      Fail(ErrorCode::kInvalidArgument, where, ": a dense value with ", message.rows_size(),
+           " rows and height ", message.height(), " (selected_rows not set)");
+    }
+    return;
+  }
+  const int64_t height = message.height();
+  if (height < 0) Fail(ErrorCode::kInvalidArgument, where, ": negative height ", height);
+  const Shape shape = ValueShape(message);
+  if (shape.empty() || shape[0] != message.rows_size()) {
+    Fail(ErrorCode::kInvalidArgument, where, ": ", message.rows_size(),
+         " selected rows but the tensor has shape ", ShapeToString(shape),
+         " (dim 0 must be the row count)");
+  }
+  for (int i = 0; i < message.rows_size(); ++i) {
+    const int64_t row = message.rows(i);
+    if (row < 0 || row >= height) {
+      Fail(ErrorCode::kInvalidArgument, where, ": row ", row, " (index ", i, ") is outside [0, ",
+           height, ")");
+    }
+  }
+}
+
+void CheckMessage(const WireMessage& message, const std::string& peer) {
+  const int kind = message.kind();
+  if (kind == WireMessage::KIND_INVALID) {
+    Fail(ErrorCode::kInvalidArgument, "wire message from ", peer, " has no kind");
+  }
+  if (!WireMessage::Kind_IsValid(kind)) {
+    Fail(ErrorCode::kInvalidArgument, "wire message from ", peer, " has unknown kind ", kind);
+  }
+  std::string where = StrCat("wire ", WireKindName(kind), " from ", peer);
+  if (!message.var().empty()) where += StrCat(" of \"", message.var(), "\"");
+  RILL_CHECK(message.step() >= 0, kInvalidArgument, where, ": negative step ", message.step());
+  switch (kind) {
+    case WireMessage::HELLO:
+    case WireMessage::BYE:
+      RILL_CHECK(message.trainer_id() >= 0, kInvalidArgument, where, ": negative trainer_id ",
+                 message.trainer_id());
+      break;
+    case WireMessage::PUSH:
+    case WireMessage::PULL:
+    case WireMessage::VALUE:
+      RILL_CHECK(!message.var().empty(), kInvalidArgument, where, ": no var");
+      break;
+    case WireMessage::ERROR:
+      RILL_CHECK(!message.error().empty(), kInvalidArgument, where, ": no error text");
+      break;
+    default: break;
+  }
+  if (CarriesValue(kind)) {
+    RILL_CHECK(message.has_tensor() != message.has_compressed(), kInvalidArgument, where,
+               message.has_tensor() ? ": both a tensor and a compressed tensor" : ": no tensor");
+    if (message.has_compressed()) {
+      RILL_CHECK(kind == WireMessage::PUSH, kInvalidArgument, where,
+                 ": only a PUSH carries a compressed tensor");
+      CheckCompressed(message.compressed(), where);
+    } else {
+      CheckTensor(message.tensor(), where);
+    }
+    CheckRows(message, where);
+  } else if (message.has_tensor() || message.has_compressed() || message.selected_rows() ||
+             message.rows_size() != 0 || message.height() != 0) {
+    Fail(ErrorCode::kInvalidArgument, where, ": a ", WireKindName(kind), " carries no value");
+  }
+}
+
+// Where a payload comes from, for TensorFromProto's errors.
+std::string PayloadSource(const WireMessage& message) {
+  return StrCat("wire ", WireKindName(message.kind()), " of \"", message.var(), "\"");
+}
+
+}  // namespace
+
+WireMessage WireHello(int trainer_id, const std::string& token) {
+  WireMessage message;
+  message.set_kind(WireMessage::HELLO);
+  message.set_trainer_id(trainer_id);
+  message.set_token(token);
+  return message;
+}
+
+WireMessage WireHelloReply(int64_t step) {
+  WireMessage message;
+  message.set_kind(WireMessage::HELLO);
+  message.set_step(step);
+  return message;
+}
+
+WireMessage WirePush(const std::string& var, int64_t step, const Tensor& value) {
+  return ValueMessage(WireMessage::PUSH, var, step, value);
+}
+
+WireMessage WirePushRows(const std::string& var, int64_t step, const SelectedRows& value) {
+  RILL_CHECK(value.initialized() && value.value.rank() >= 1 &&
+                 value.value.dim(0) == static_cast<int64_t>(value.rows.size()),
+             kInvalidArgument, "cannot push \"", var, "\": ", value.rows.size(),
+             " selected rows need a value with as many rows, got ",
+             value.initialized() ? value.value.Describe() : std::string("no value"));
+  WireMessage message = ValueMessage(WireMessage::PUSH, var, step, value.value);
+  message.set_selected_rows(true);
+  message.mutable_rows()->Add(value.rows.begin(), value.rows.end());
+  message.set_height(value.height);
+  return message;
+}
+
+WireMessage WirePushCompressed(const std::string& var, int64_t step, const Shape& shape,
+                               const QuantizedValues& q, const SelectedRows* rows) {
+  RILL_CHECK(q.kind != GradientCompression::kNone && NumElements(shape) == q.count,
+             kInvalidArgument, "cannot push \"", var, "\": ", q.count,
+             " compressed values for shape ", ShapeToString(shape));
+  WireMessage message;
+  message.set_kind(WireMessage::PUSH);
+  message.set_var(var);
+  message.set_step(step);
+  proto::CompressedTensor& c = *message.mutable_compressed();
+  c.set_codes(q.kind == GradientCompression::kInt4 ? proto::CompressedTensor::INT4
+                                                   : proto::CompressedTensor::INT8);
+  c.set_chunk(q.chunk);
+  c.mutable_dims()->Add(shape.begin(), shape.end());
+  if (!q.scales.empty()) {
+    c.set_scales(reinterpret_cast<const char*>(q.scales.data()), q.scales.size() * sizeof(float));
+  }
+  c.set_data(q.codes);
+  if (rows != nullptr) {
+    RILL_CHECK(!shape.empty() && shape[0] == static_cast<int64_t>(rows->rows.size()),
+               kInvalidArgument, "cannot push \"", var, "\": ", rows->rows.size(),
+               " selected rows for values of shape ", ShapeToString(shape));
+    message.set_selected_rows(true);
+    message.mutable_rows()->Add(rows->rows.begin(), rows->rows.end());
+    message.set_height(rows->height);
+  }
+  return message;
+}
+
+WireMessage WirePull(const std::string& var) {
+  WireMessage message;
+  message.set_kind(WireMessage::PULL);
+  message.set_var(var);
+  return message;
+}
+
+WireMessage WireValue(const std::string& var, int64_t step, const Tensor& value) {
+  return ValueMessage(WireMessage::VALUE, var, step, value);
+}
+
+WireMessage WireHeartbeat() {
+  WireMessage message;
+  message.set_kind(WireMessage::HEARTBEAT);
+  return message;
+}
+
+WireMessage WireError(const std::string& text) {
+  WireMessage message;
+  message.set_kind(WireMessage::ERROR);
+  message.set_error(text);
+  return message;
+}
+
+WireMessage WireBye(int trainer_id) {
+  WireMessage message;
+  message.set_kind(WireMessage::BYE);
+  message.set_trainer_id(trainer_id);
+  return message;
+}
+
+std::string EncodeWire(const WireMessage& message) {
+  std::string bytes;
+  RILL_CHECK(message.SerializeToString(&bytes), kInvalidArgument, "cannot encode a wire ",
+             WireKindName(message.kind()), " of \"", message.var(), "\" (over 2 GiB?)");
+  return bytes;
+}
+
+WireMessage DecodeWire(const std::string& bytes, const WireLimits& limits,
+                       const std::string& peer) {
+  if (bytes.size() > limits.max_message_bytes) {
+    Fail(ErrorCode::kInvalidArgument, "wire message from ", peer, " is ", bytes.size(),
+         " bytes, over the limit of ", limits.max_message_bytes);
+  }
+  WireMessage message;
+  {
+    google::protobuf::LogSilencer quiet;  // a bad message is reported below, once
+    if (!message.ParseFromString(bytes)) {
+      Fail(ErrorCode::kParse, "wire message from ", peer, ": ", bytes.size(),
+           " bytes that do not parse as a WireMessage");
+    }
+  }
+  CheckMessage(message, peer);
+  return message;
+}
+
+namespace {
+
+bool HasValue(const WireMessage& message) {
+  return CarriesValue(message.kind()) && (message.has_tensor() || message.has_compressed());
+}
+
+// The value of a decoded message (checked by DecodeWire), compressed or not.
+Tensor ValueOf(const WireMessage& message) {
+  if (!message.has_compressed()) return TensorFromProto(message.tensor(), PayloadSource(message));
+  const proto::CompressedTensor& c = message.compressed();
+  QuantizedValues q;
+  q.kind = CodesKind(c.codes());
+  q.chunk = c.chunk();
+  const Shape shape(c.dims().begin(), c.dims().end());
+  q.count = NumElements(shape);
+  q.scales.resize(c.scales().size() / sizeof(float));
+  if (!q.scales.empty()) {  // memcpy of nothing from an empty vector's null data is undefined
+    std::memcpy(q.scales.data(), c.scales().data(), q.scales.size() * sizeof(float));
+  }
+  q.codes = c.data();
+  Tensor value(DataType::kFloat32, shape);
+  Dequantize(q, value.mutable_data<float>());
+  return value;
+}
+
+}  // namespace
+
+Tensor WireTensor(const WireMessage& message) {
+  RILL_CHECK(HasValue(message) && !message.selected_rows(), kInvalidArgument,
+             PayloadSource(message), " carries no dense value",
+             message.selected_rows() ? " (it carries selected rows)" : "");
+  return ValueOf(message);
+}
+
+SelectedRows WireRows(const WireMessage& message) {
+  RILL_CHECK(HasValue(message) && message.selected_rows(), kInvalidArgument, PayloadSource(message),
+             " carries no selected rows");
+  SelectedRows value;
+  value.rows.assign(message.rows().begin(), message.rows().end());
+  value.height = message.height();
+  value.value = ValueOf(message);
+  return value;
+}
+
+std::string WireKindName(int kind) {
+  if (!WireMessage::Kind_IsValid(kind)) return StrCat("kind ", kind);
+  return WireMessage::Kind_Name(static_cast<WireMessage::Kind>(kind));
+}
+
+}  // namespace rill

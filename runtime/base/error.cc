@@ -1,0 +1,20 @@
+#include "rill/error.h"
+
+namespace rill {
+
+const char* ErrorCodeName(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kNotFound: return "not found";
+    case ErrorCode::kOutOfRange: return "out of range";
+    case ErrorCode::kParse: return "parse error";
+    case ErrorCode::kUnimplemented: return "unimplemented";
+    case ErrorCode::kInternal: return "internal error";
+    case ErrorCode::kIo: return "i/o error";
+    case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kUnavailable: return "unavailable";
+  }
+  return "error";
+}
+
+}  // namespace rill

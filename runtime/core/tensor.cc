@@ -1,0 +1,118 @@
+#include "rill/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "rill/device_memory.h"
+#include "runtime/core/buffer_pool.h"
+
+namespace rill {
+
+Buffer::Buffer(size_t bytes, Place place) : bytes_(bytes), place_(place) {
+  data_ = place.host_memory() ? BufferPool::Instance().Allocate(bytes)
+                              : AllocateDeviceMemory(place, bytes);
+}
+
+Buffer::~Buffer() {
+  if (place_.host_memory()) {
+    BufferPool::Instance().Free(data_, bytes_);
+  } else {
+    FreeDeviceMemory(place_, data_, bytes_);
+  }
+}
+
+Tensor::Tensor(DataType dtype, Shape shape, Place place) { Allocate(dtype, shape, place); }
+
+int64_t Tensor::dim(int i) const {
+  RILL_CHECK(i >= 0 && i < rank(), kOutOfRange, "dim ", i, " of tensor ", Describe());
+  return shape_[i];
+}
+
+const void* Tensor::raw_data() const {
+  RILL_CHECK(buffer_ != nullptr, kInvalidArgument, "tensor has no memory (never written)");
+  return static_cast<const char*>(buffer_->data()) + offset_;
+}
+
+void* Tensor::raw_data() {
+  RILL_CHECK(buffer_ != nullptr, kInvalidArgument, "tensor has no memory (never written)");
+  return static_cast<char*>(buffer_->data()) + offset_;
+}
+
+void Tensor::CheckType(DataType requested) const {
+  RILL_CHECK(requested == dtype_, kInvalidArgument, "tensor ", Describe(), " accessed as ",
+             DataTypeName(requested));
+}
+
+void Tensor::Allocate(DataType dtype, const Shape& shape, Place place) {
+  const int64_t numel = NumElements(shape);
+  const size_t needed = static_cast<size_t>(numel) * SizeOf(dtype);
+  const bool reusable = buffer_ != nullptr && buffer_.use_count() == 1 && offset_ == 0 &&
+                        buffer_->place() == place && buffer_->bytes() >= needed;
+  if (!reusable) buffer_ = std::make_shared<Buffer>(needed, place);
+  offset_ = 0;
+  dtype_ = dtype;
+  shape_ = shape;
+  numel_ = numel;
+  place_ = place;
+}
+
+Tensor Tensor::Reshaped(const Shape& shape) const {
+  RILL_CHECK(NumElements(shape) == numel_, kInvalidArgument, "cannot reshape ", Describe(), " to ",
+             ShapeToString(shape));
+  Tensor out = *this;
+  out.shape_ = shape;
+  return out;
+}
+
+Tensor Tensor::Slice(int64_t begin, int64_t end) const {
+  RILL_CHECK(rank() >= 1, kInvalidArgument, "cannot slice a scalar tensor");
+  RILL_CHECK(0 <= begin && begin <= end && end <= shape_[0], kOutOfRange, "slice [", begin, ", ",
+             end, ") of tensor ", Describe());
+  Tensor out = *this;
+  const int64_t row = numel_ / (shape_[0] == 0 ? 1 : shape_[0]);
+  out.offset_ = offset_ + static_cast<size_t>(begin * row) * SizeOf(dtype_);
+  out.shape_[0] = end - begin;
+  out.numel_ = (end - begin) * row;
+  return out;
+}
+
+Tensor Tensor::Clone() const {
+  Tensor out;
+  out.CopyFrom(*this);
+  return out;
+}
+
+void Tensor::CopyFrom(const Tensor& other) {
+  if (&other == this) return;
+  Allocate(other.dtype_, other.shape_, other.place_);
+  if (other.numel_ == 0) return;
+  if (place_.host_memory()) {
+    std::memcpy(raw_data(), other.raw_data(), other.bytes());
+  } else {
+    CopyBetweenPlaces(raw_data(), place_, other.raw_data(), other.place_, other.bytes());
+  }
+}
+
+Tensor Tensor::CopyTo(Place place) const {
+  Tensor out(dtype_, shape_, place);
+  if (numel_ > 0) CopyBetweenPlaces(out.raw_data(), place, raw_data(), place_, bytes());
+  return out;
+}
+
+void Tensor::Fill(double value) {
+  VisitDataType(dtype_, [&]<class T>() {
+    T* p = mutable_data<T>();
+    const T v = static_cast<T>(value);
+    for (int64_t i = 0; i < numel_; ++i) p[i] = v;
+  });
+}
+
+double Tensor::GetAsDouble(int64_t i) const {
+  RILL_CHECK(0 <= i && i < numel_, kOutOfRange, "element ", i, " of tensor ", Describe());
+  return VisitDataType(dtype_, [&]<class T>() { return static_cast<double>(data<T>()[i]); });
+}
+
+std::string Tensor::Describe() const { return StrCat(DataTypeName(dtype_), ShapeToString(shape_)); }
+
+}  // namespace rill

@@ -1,0 +1,60 @@
+#include "runtime/desc/block_access.h"
+
+#include <vector>
+
+namespace rill {
+namespace {
+
+void Collect(const proto::ProgramDesc& program, int block_index, std::vector<bool>* visiting,
+             BlockAccess* out) {
+  if (block_index < 0 || block_index >= program.blocks_size() || (*visiting)[block_index]) return;
+  (*visiting)[block_index] = true;
+  const proto::BlockDesc& block = program.blocks(block_index);
+  std::set<std::string> local;
+  for (const auto& var : block.vars()) local.insert(var.name());
+  for (const auto& op : block.ops()) {
+    for (const auto& slot : op.inputs()) {
+      for (const auto& name : slot.vars()) {
+        if (!local.count(name)) out->reads.insert(name);
+      }
+    }
+    for (const auto& slot : op.outputs()) {
+      for (const auto& name : slot.vars()) {
+        if (!local.count(name)) out->writes.insert(name);
+      }
+    }
+    for (int sub : SubBlocksOf(op)) {
+      BlockAccess inner;
+      Collect(program, sub, visiting, &inner);
+      for (const auto& name : inner.reads) {
+        if (!local.count(name)) out->reads.insert(name);
+      }
+      for (const auto& name : inner.writes) {
+        if (!local.count(name)) out->writes.insert(name);
+      }
+    }
+  }
+  (*visiting)[block_index] = false;
+}
+
+}  // namespace
+
+BlockAccess ExternalAccess(const proto::ProgramDesc& program, int block_index) {
+  BlockAccess access;
+  std::vector<bool> visiting(static_cast<size_t>(program.blocks_size()), false);
+  Collect(program, block_index, &visiting, &access);
+  return access;
+}
+
+std::set<int> SubBlocksOf(const proto::OpDesc& op) {
+  std::set<int> blocks;
+  for (const auto& attr : op.attrs()) {
+    if (attr.value_case() == proto::Attr::kBlock) blocks.insert(attr.block());
+    if (attr.value_case() == proto::Attr::kBlocks) {
+      blocks.insert(attr.blocks().values().begin(), attr.blocks().values().end());
+    }
+  }
+  return blocks;
+}
+
+}  // namespace rill

@@ -1,0 +1,143 @@
+// Builder methods for channels, go blocks, while loops and select.
+#include <algorithm>
+
+#include "rill/builder.h"
+#include "rill/op_desc.h"
+
+namespace rill {
+
+Var Builder::Variable(const std::string& name, const Shape& shape, DataType dtype) {
+  RILL_CHECK(FindLocalVarDesc(main_->desc().mutable_blocks(block_), name) == nullptr,
+             kInvalidArgument, "variable \"", name, "\" is already declared in block ", block_);
+  Declare(main_, name, shape, dtype, block_);
+  return Var{name, shape, dtype};
+}
+
+Var Builder::MakeChannel(const Shape& shape, DataType dtype, int capacity) {
+  Var channel = AppendOp("channel_create", {}, {{"Out", 1}}, [&](proto::OpDesc* op) {
+    SetAttr(op, "capacity", capacity);
+    SetAttr(op, "dtype", std::string(DataTypeName(dtype)));
+    SetAttr(op, "shape", std::vector<int64_t>(shape.begin(), shape.end()));
+  })[0];
+  FindLocalVarDesc(main_->desc().mutable_blocks(block_), channel.name)->set_kind(proto::CHANNEL);
+  return channel;
+}
+
+void Builder::ChannelSend(const Var& channel, const Var& x) {
+  AppendOpTo("channel_send", {{"Channel", {channel}}, {"X", {x}}}, {{"ChannelOut", {channel}}});
+}
+
+std::pair<Var, Var> Builder::ChannelRecv(const Var& channel) {
+  const std::string prefix = main_->UniqueName("channel_recv");
+  Var out{prefix + ".Out", channel.shape, channel.dtype};
+  Var status{prefix + ".Status", {1}, DataType::kInt32};
+  Declare(main_, out.name, out.shape, out.dtype, block_);
+  Declare(main_, status.name, status.shape, status.dtype, block_);
+  ChannelRecvInto(channel, out, status);
+  return {out, status};
+}
+
+void Builder::ChannelRecvInto(const Var& channel, const Var& out, const Var& status) {
+  AppendOpTo("channel_recv", {{"Channel", {channel}}},
+             {{"Out", {out}}, {"Status", {status}}, {"ChannelOut", {channel}}});
+}
+
+void Builder::ChannelClose(const Var& channel) {
+  AppendOpTo("channel_close", {{"Channel", {channel}}}, {{"ChannelOut", {channel}}});
+}
+
+void Builder::Go(const std::function<void(Builder&)>& body) {
+  const int sub = SubBlock(body);
+  AppendOpTo("go", {}, {}, [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub); });
+}
+
+void Builder::While(const Var& condition, const std::function<void(Builder&)>& body) {
+  const bool one =
+      std::find(condition.shape.begin(), condition.shape.end(), -1) == condition.shape.end() &&
+      NumElements(condition.shape) == 1;
+  RILL_CHECK(one, kInvalidArgument, "while condition \"", condition.name,
+             "\" must have one element, has shape ", ShapeToString(condition.shape));
+  const int sub = SubBlock(body);
+  AppendOpTo("while", {{"Condition", {condition}}}, {},
+             [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub); });
+}
+
+Builder::SelectCase Builder::SelectCase::Recv(
+    Var channel, std::function<void(Builder&, const Var&, const Var&)> body) {
+  return {Kind::kRecv, std::move(channel), {}, std::move(body)};
+}
+Builder::SelectCase Builder::SelectCase::Send(Var channel, Var value,
+                                              std::function<void(Builder&)> body) {
+  return {Kind::kSend, std::move(channel), std::move(value),
+          [body = std::move(body)](Builder& b, const Var&, const Var&) {
+            if (body) body(b);
+          }};
+}
+Builder::SelectCase Builder::SelectCase::Default(std::function<void(Builder&)> body) {
+  return {Kind::kDefault, {}, {}, [body = std::move(body)](Builder& b, const Var&, const Var&) {
+            if (body) body(b);
+          }};
+}
+
+void Builder::Select(const std::vector<SelectCase>& cases) {
+  RILL_CHECK(!cases.empty(), kInvalidArgument, "select needs at least one case");
+  const std::string prefix = main_->UniqueName("select");
+  std::vector<std::string> kinds;
+  std::vector<Var> channels, values, outs, statuses;
+  std::vector<int> blocks;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const SelectCase& c = cases[i];
+    Var out, status;
+    if (c.kind == SelectCase::Kind::kRecv) {
+      kinds.push_back("recv");
+      out = Var{StrCat(prefix, ".case_", i, ".Out"), c.channel.shape, c.channel.dtype};
+      status = Var{StrCat(prefix, ".case_", i, ".Status"), {1}, DataType::kInt32};
+      Declare(main_, out.name, out.shape, out.dtype, block_);
+      Declare(main_, status.name, status.shape, status.dtype, block_);
+      channels.push_back(c.channel);
+      outs.push_back(out);
+      statuses.push_back(status);
+    } else if (c.kind == SelectCase::Kind::kSend) {
+      kinds.push_back("send");
+      channels.push_back(c.channel);
+      values.push_back(c.value);
+    } else {
+      kinds.push_back("default");
+    }
+    blocks.push_back(SubBlock([&](Builder& b) {
+      if (c.body) c.body(b, out, status);
+    }));
+  }
+  AppendOpTo("select", {{"Channels", channels}, {"X", values}},
+             {{"Out", outs}, {"Status", statuses}, {"ChannelsOut", channels}},
+             [&](proto::OpDesc* op) {
+               SetAttr(op, "case_kinds", kinds);
+               auto* list = MutableAttr(op, "case_blocks")->mutable_blocks();
+               for (int b : blocks) list->add_values(b);
+             });
+}
+
+Var Builder::Reader(const std::string& name) {
+  proto::VarDesc* desc = Declare(main_, name, {}, DataType::kFloat32, block_);
+  desc->set_kind(proto::READER);
+  desc->set_persistable(true);
+  desc->set_stop_gradient(true);
+  return Var{name, {}, DataType::kFloat32};
+}
+
+void Builder::Read(const Var& reader, const std::vector<Var>& fields, bool first) {
+  AppendOpTo("read", {{"Reader", {reader}}}, {{"Out", fields}});
+  if (!first) return;
+  auto* ops = main_->desc().mutable_blocks(block_)->mutable_ops();
+  for (int i = ops->size() - 1; i > 0; --i) ops->SwapElements(i, i - 1);
+}
+
+void Builder::Assign(const Var& x, const Var& out) {
+  AppendOpTo("assign", {{"X", {x}}}, {{"Out", {out}}});
+}
+
+Var Builder::LessThan(const Var& x, const Var& y) {
+  return AppendOp("less_than", {{"X", {x}}, {"Y", {y}}}, {{"Out", 1}})[0];
+}
+
+}  // namespace rill
