@@ -33,7 +33,7 @@ configure_package_config_file(cmake/RillConfig.cmake.in ${PROJECT_BINARY_DIR}/Ri
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/RillConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/RillConfig.cmake ${PROJECT_BINARY_DIR}/RillConfigVersion.cmake
-              cmake/FindCAF.cmake DESTINATION ${RILL_CMAKE_DIR})
+        DESTINATION ${RILL_CMAKE_DIR})
 
 configure_file(cmake/rill.pc.in ${PROJECT_BINARY_DIR}/rill.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/rill.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -19,7 +19,7 @@
 # What every layer compiles with: the tree's root and the build tree (internal
 # headers are included by path, "runtime/core/buffer_pool.h"), generated headers
 # (the generated protobuf sources include each other as "proto/..."), the
-# build's options. Tools, tests and benchmarks, which use internals, link it too.
+# build's options.
 add_library(rill_build_settings INTERFACE)
 target_include_directories(rill_build_settings INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR}
                                                          ${PROJECT_BINARY_DIR}/include
@@ -51,6 +51,13 @@ function(rill_use_package target scope package)
   endif()
 endfunction()
 
+# For the code around the library that uses its internals (tools, tests,
+# benchmarks): librill, the tree's include roots, and the packages the
+# internal headers name.
+add_library(rill_internals INTERFACE)
+target_link_libraries(rill_internals INTERFACE rill rill_build_settings CAF::core CAF::io Boost::fiber
+                                               Boost::context)
+
 set_property(GLOBAL PROPERTY RILL_LAYER_TABLE "")
 set_property(GLOBAL PROPERTY RILL_PUBLIC_INCLUDE_DIRS "")
 set_property(GLOBAL PROPERTY RILL_LIBRARY_LAYERS "")
@@ -67,7 +74,7 @@ function(rill_layer name)
     # Uses librill as a whole: linking the layers' object libraries here would
     # put a second copy of their objects into this library.
     add_library(${name} STATIC ${arg_SOURCES})
-    target_link_libraries(${name} PUBLIC rill rill_build_settings)
+    target_link_libraries(${name} PUBLIC rill_internals)
   elseif(arg_SOURCES)
     add_library(${name} OBJECT ${arg_SOURCES})
     target_link_libraries(rill PRIVATE ${name})  # its objects go into librill
