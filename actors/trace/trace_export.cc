@@ -9,19 +9,29 @@
 // displayTimeUnit; pids from 1; lane tids (from kLaneTidBase) never equal a
 // pid, and a process's own metadata sits on tid == pid; flow ends after all
 // slices, so that an end at a slice's start time is read after the slice.
+//
+// Every value is serialized by nlohmann-json; a file is streamed element by
+// element (an event, a lane, a graph node), never built as one document, and
+// each kind of event is one object refilled per event, so that writing
+// millions of them allocates next to nothing.
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <ostream>
-#include <sstream>
+#include <string_view>
+#include <type_traits>
 #include <unordered_map>
 
 #include "rill/trace_recorder.h"
 
 namespace rill {
 namespace {
+
+// Objects keep their keys in the order written (ph, cat, name, ... as in
+// actors/trace/trace_format.md).
+using Json = nlohmann::ordered_json;
 
 constexpr int kLaneTidBase = 10000;
 int64_t Tid(int lane) { return lane > 0 ? kLaneTidBase + lane : lane; }
@@ -31,70 +41,115 @@ uint64_t Key(int iteration, int lane) {
          static_cast<uint32_t>(lane);
 }
 
-std::string Quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", c);
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
+// A value as JSON text; bytes that are not UTF-8 (a name from a program
+// file) become U+FFFD instead of failing the file.
+std::string Dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// Writes the events of one file: keeps the origin and the lane table at hand.
-class JsonWriter {
+// The elements of one JSON array, written to the stream one at a time (a
+// file holds millions of events: it is never one document in memory).
+class Elements {
  public:
-  JsonWriter(std::ostream& out, int64_t origin_ns, const std::vector<TraceLane>& lanes)
-      : out_(out), origin_ns_(origin_ns), lanes_(lanes) {}
-
-  // Microseconds since the origin, with nanosecond decimals.
-  std::string Us(int64_t ns) const {
-    const int64_t t = ns - origin_ns_;
-    char text[40];
-    std::snprintf(text, sizeof text, "%s%lld.%03lld", t < 0 ? "-" : "",
-                  static_cast<long long>(std::abs(t) / 1000),
-                  static_cast<long long>(std::abs(t) % 1000));
-    return text;
-  }
-  std::string Dur(int64_t ns) const { return Us(origin_ns_ + std::max<int64_t>(ns, 0)); }
-  const TraceLane& lane(int id) const { return lanes_[static_cast<size_t>(id - 1)]; }
-  bool valid(int id) const { return id >= 1 && id <= static_cast<int>(lanes_.size()); }
-
-  // Starts an event: {"ph":..,"cat":..,"name":..,"pid":..,"tid":..,"ts":..
-  void Begin(const char* ph, const char* cat, const std::string& name, int lane_id, int64_t ts) {
-    Begin(out_, ph, cat, name, lane_id, ts);
-  }
-  // The same, into `to` (events kept for the end of the file).
-  void Begin(std::ostream& to, const char* ph, const char* cat, const std::string& name,
-             int lane_id, int64_t ts) {
-    to << (first_ ? "\n" : ",\n") << "{\"ph\":\"" << ph << "\",\"cat\":\"" << cat
-       << "\",\"name\":" << Quoted(name) << ",\"pid\":" << lane(lane_id).pid
-       << ",\"tid\":" << Tid(lane_id) << ",\"ts\":" << Us(ts);
+  explicit Elements(std::ostream& out) : out_(out) {}
+  void Add(const Json& value) {
+    out_ << (first_ ? "\n" : ",\n") << Dump(value);
     first_ = false;
   }
-  void Raw(const std::string& text) {
-    out_ << (first_ ? "\n" : ",\n") << text;
-    first_ = false;
-  }
-  std::ostream& out() { return out_; }
 
  private:
   std::ostream& out_;
-  int64_t origin_ns_;
-  const std::vector<TraceLane>& lanes_;
   bool first_ = true;
 };
+
+// The members of an object without its braces ("a":1,"b":2), to open an
+// object whose last members are streamed arrays.
+void WriteMembers(std::ostream& out, const Json& object) {
+  const std::string text = Dump(object);
+  out.write(text.data() + 1, static_cast<std::streamsize>(text.size()) - 2);
+}
+
+// Sets a value in place: a string keeps its capacity, so refilling an event
+// allocates nothing once its strings have grown.
+void Set(Json& slot, std::string_view text) {
+  if (slot.is_string()) {
+    slot.get_ref<Json::string_t&>().assign(text);
+  } else {
+    slot = text;
+  }
+}
+template <class T>
+requires std::is_arithmetic_v<T>
+void Set(Json& slot, T value) { slot = value; }
+
+// The events of one shape (kernels, waits, flow starts, ...): one object whose
+// keys are laid out once, in the order of actors/trace/trace_format.md, and
+// whose values are overwritten for each event.
+class EventShape {
+ public:
+  // {"ph":ph,"cat":cat,"name":..,"pid":..,"tid":..,"ts":.., `fields`..., "args":{`args`...}}
+  EventShape(const char* ph, const char* cat, std::initializer_list<const char*> fields,
+             std::initializer_list<const char*> args) {
+    for (const char* key : {"ph", "cat", "name", "pid", "tid", "ts"}) json_[key] = nullptr;
+    json_["ph"] = ph;
+    json_["cat"] = cat;
+    for (const char* key : fields) json_[key] = nullptr;
+    Json& args_object = json_["args"] = Json::object();
+    for (const char* key : args) args_object[key] = nullptr;
+  }
+  Json& operator[](const char* key) { return json_[key]; }
+  Json& arg(const char* key) { return json_["args"][key]; }
+  const Json& json() const { return json_; }
+
+ private:
+  Json json_;
+};
+
+// Fills the events of one file: keeps the origin and the lane table at hand.
+class EventMaker {
+ public:
+  EventMaker(int64_t origin_ns, const std::vector<TraceLane>& lanes)
+      : origin_ns_(origin_ns), lanes_(lanes) {}
+
+  // Microseconds since the origin (nanoseconds in the decimals).
+  double Us(int64_t ns) const { return static_cast<double>(ns - origin_ns_) / 1000; }
+  static double Dur(int64_t ns) { return static_cast<double>(std::max<int64_t>(ns, 0)) / 1000; }
+  const TraceLane& lane(int id) const { return lanes_[static_cast<size_t>(id - 1)]; }
+  bool valid(int id) const { return id >= 1 && id <= static_cast<int>(lanes_.size()); }
+
+  // Sets what every event has: name, pid, tid, ts.
+  void Start(EventShape& event, std::string_view name, int lane_id, int64_t ts) const {
+    Set(event["name"], name);
+    Set(event["pid"], lane(lane_id).pid);
+    Set(event["tid"], Tid(lane_id));
+    Set(event["ts"], Us(ts));
+  }
+  // The same for a complete ("X") event from begin_ns to end_ns, with the args
+  // every slice has.
+  void Slice(EventShape& event, std::string_view name, const TraceEvent& e, int lane_id,
+             int64_t begin_ns, int64_t end_ns) const {
+    Start(event, name, lane_id, begin_ns);
+    Set(event["dur"], Dur(end_ns - begin_ns));
+    Set(event.arg("graph"), e.graph);
+    Set(event.arg("iteration"), e.iteration);
+  }
+
+ private:
+  int64_t origin_ns_;
+  const std::vector<TraceLane>& lanes_;
+};
+
+// A message's flow end, written after every slice.
+struct FlowEnd {
+  int64_t id;
+  const char* name;
+  int lane;
+  int64_t ts;
+  int iteration;
+};
+
+const std::string kUnknownType = "?";
+const std::string kCollectiveType = "collective";
 
 const char* RoleOf(const std::string& role) { return role.empty() ? "other" : role.c_str(); }
 
@@ -113,11 +168,12 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
     processes = process_names_;
     texts = texts_;
   }
-  auto text = [&](int id) {
+  const std::string no_text;
+  auto text = [&](int id) -> const std::string& {
     return id >= 0 && id < static_cast<int>(texts.size()) ? texts[static_cast<size_t>(id)]
-                                                          : std::string();
+                                                          : no_text;
   };
-  JsonWriter w(out, origin_ns_, lane_table);
+  const EventMaker w(origin_ns_, lane_table);
 
   // Where each lane began working in each iteration, and the matched receives.
   std::unordered_map<uint64_t, int64_t> started;
@@ -138,20 +194,31 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
   }
 
   out << "{\"traceEvents\":[";
+  Elements trace_events(out);
   for (const auto& [pid, name] : processes) {
-    const std::string ids = ",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(pid);
-    w.Raw("{\"ph\":\"M\",\"name\":\"process_name\"" + ids + ",\"args\":{\"name\":" + Quoted(name) +
-          "}}");
-    w.Raw("{\"ph\":\"M\",\"name\":\"process_sort_index\"" + ids +
-          ",\"args\":{\"sort_index\":" + std::to_string(pid) + "}}");
+    trace_events.Add({{"ph", "M"},
+                      {"name", "process_name"},
+                      {"pid", pid},
+                      {"tid", pid},
+                      {"args", {{"name", name}}}});
+    trace_events.Add({{"ph", "M"},
+                      {"name", "process_sort_index"},
+                      {"pid", pid},
+                      {"tid", pid},
+                      {"args", {{"sort_index", pid}}}});
   }
   for (size_t i = 0; i < lane_table.size(); ++i) {
-    const std::string prefix = "{\"ph\":\"M\",\"pid\":" + std::to_string(lane_table[i].pid) +
-                               ",\"tid\":" + std::to_string(Tid(static_cast<int>(i + 1))) +
-                               ",\"name\":";
-    w.Raw(prefix + "\"thread_name\",\"args\":{\"name\":" + Quoted(lane_table[i].name) + "}}");
-    w.Raw(prefix + "\"thread_sort_index\",\"args\":{\"sort_index\":" + std::to_string(i + 1) +
-          "}}");
+    const int64_t tid = Tid(static_cast<int>(i + 1));
+    trace_events.Add({{"ph", "M"},
+                      {"name", "thread_name"},
+                      {"pid", lane_table[i].pid},
+                      {"tid", tid},
+                      {"args", {{"name", lane_table[i].name}}}});
+    trace_events.Add({{"ph", "M"},
+                      {"name", "thread_sort_index"},
+                      {"pid", lane_table[i].pid},
+                      {"tid", tid},
+                      {"args", {{"sort_index", i + 1}}}});
   }
 
   auto node_of = [&](const TraceEvent& e) -> const TraceGraph::Node* {
@@ -161,63 +228,85 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
                ? &nodes[static_cast<size_t>(e.node)]
                : nullptr;
   };
+  // One shape per kind of event, refilled for each.
+  EventShape kernel("X", "kernel", {"dur"},
+                    {"graph", "iteration", "node", "op", "type", "place", "stream"});
+  EventShape collective("X", "kernel", {"dur"},
+                        {"graph", "iteration", "node", "type", "collective", "bytes", "raw_bytes"});
+  EventShape wait("X", "wait", {"dur"}, {"graph", "iteration", "place", "what"});
+  EventShape iteration("X", "iteration", {"dur"}, {"graph", "iteration"});
+  EventShape send("X", "network", {"dur"}, {"graph", "iteration", "var", "bytes", "raw_bytes"});
+  EventShape receive("X", "receive", {"dur"}, {"graph", "iteration"});
+  EventShape flow_start(
+      "s", "message", {"id"},
+      {"graph", "iteration", "from", "to", "from_node", "to_node", "var", "bytes"});
+  EventShape flow_end("f", "message", {"id", "bp"}, {"iteration"});
+  Set(flow_end["bp"], "e");
   int64_t flow_id = 0;
   int64_t unmatched = 0;
-  std::ostringstream flow_ends;  // written after every slice
+  std::vector<FlowEnd> flow_ends;  // written after every slice
   for (const TraceEvent& e : events) {
     if (!w.valid(e.lane)) continue;
     const TraceLane& lane = w.lane(e.lane);
-    const std::string common = ",\"args\":{\"graph\":" + std::to_string(e.graph) +
-                               ",\"iteration\":" + std::to_string(e.iteration);
     switch (e.kind) {
       case TraceEventKind::kKernel: {
         const TraceGraph::Node* node = node_of(e);
-        const std::string type = node ? node->type : "?";
-        w.Begin("X", "kernel", lane.kind == "chunk" ? type + " chunk" : type, e.lane, e.begin_ns);
-        w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common << ",\"node\":" << e.node
-                << ",\"op\":" << (node ? node->op : -1) << ",\"type\":" << Quoted(type)
-                << ",\"place\":" << lane.place << ",\"stream\":" << e.peer << "}}";
+        const std::string& type = node ? node->type : kUnknownType;
+        w.Slice(kernel, lane.kind == "chunk" ? type + " chunk" : type, e, e.lane, e.begin_ns,
+                e.end_ns);
+        Set(kernel.arg("node"), e.node);
+        Set(kernel.arg("op"), node ? node->op : -1);
+        Set(kernel.arg("type"), type);
+        Set(kernel.arg("place"), lane.place);
+        Set(kernel.arg("stream"), e.peer);
+        trace_events.Add(kernel.json());
         break;
       }
       case TraceEventKind::kCollective: {
         const TraceGraph::Node* node = node_of(e);
-        w.Begin("X", "kernel", node ? node->type : "collective", e.lane, e.begin_ns);
-        w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common << ",\"node\":" << e.node
-                << ",\"type\":" << Quoted(node ? node->type : "collective")
-                << ",\"collective\":" << (node ? node->collective : -1) << ",\"bytes\":" << e.bytes
-                << ",\"raw_bytes\":" << e.raw_bytes << "}}";
+        const std::string& type = node ? node->type : kCollectiveType;
+        w.Slice(collective, type, e, e.lane, e.begin_ns, e.end_ns);
+        Set(collective.arg("node"), e.node);
+        Set(collective.arg("type"), type);
+        Set(collective.arg("collective"), node ? node->collective : -1);
+        Set(collective.arg("bytes"), e.bytes);
+        Set(collective.arg("raw_bytes"), e.raw_bytes);
+        trace_events.Add(collective.json());
         if (node == nullptr) break;
         auto it = arrivals.find(Key(e.iteration, e.lane));
         for (size_t p = 0; p < node->chunk_lanes.size() && it != arrivals.end(); ++p) {
           auto arrived = it->second.find(static_cast<int>(p));
           if (arrived == it->second.end() || !w.valid(node->chunk_lanes[p])) continue;
-          w.Begin("X", "wait", "barrier", node->chunk_lanes[p], arrived->second);
-          w.out() << ",\"dur\":" << w.Dur(e.begin_ns - arrived->second) << common
-                  << ",\"place\":" << p << ",\"what\":" << Quoted(lane.name) << "}}";
+          w.Slice(wait, "barrier", e, node->chunk_lanes[p], arrived->second, e.begin_ns);
+          Set(wait.arg("place"), p);
+          Set(wait.arg("what"), lane.name);
+          trace_events.Add(wait.json());
         }
         break;
       }
       case TraceEventKind::kWait:
-        w.Begin("X", "wait", WaitKindName(static_cast<WaitKind>(e.sub)), e.lane, e.begin_ns);
-        w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common
-                << ",\"place\":" << lane.place << ",\"what\":" << Quoted(text(e.detail)) << "}}";
+        w.Slice(wait, WaitKindName(static_cast<WaitKind>(e.sub)), e, e.lane, e.begin_ns, e.end_ns);
+        Set(wait.arg("place"), lane.place);
+        Set(wait.arg("what"), text(e.detail));
+        trace_events.Add(wait.json());
         break;
       case TraceEventKind::kIteration:
-        w.Begin("X", "iteration", "iteration " + std::to_string(e.iteration), e.lane, e.begin_ns);
-        w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common << "}}";
+        w.Slice(iteration, "iteration " + std::to_string(e.iteration), e, e.lane, e.begin_ns,
+                e.end_ns);
+        trace_events.Add(iteration.json());
         break;
       case TraceEventKind::kSend:
-        w.Begin("X", "network", "send", e.lane, e.begin_ns);
-        w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common
-                << ",\"var\":" << Quoted(text(e.detail)) << ",\"bytes\":" << e.bytes
-                << ",\"raw_bytes\":" << e.raw_bytes << "}}";
+        w.Slice(send, "send", e, e.lane, e.begin_ns, e.end_ns);
+        Set(send.arg("var"), text(e.detail));
+        Set(send.arg("bytes"), e.bytes);
+        Set(send.arg("raw_bytes"), e.raw_bytes);
+        trace_events.Add(send.json());
         break;
-      case TraceEventKind::kReceive: {
-        const auto kind = static_cast<MessageKind>(e.sub);
-        w.Begin("X", "receive", MessageKindName(kind), e.lane, e.begin_ns);
-        w.out() << ",\"dur\":" << w.Dur(e.end_ns - e.begin_ns) << common << "}}";
+      case TraceEventKind::kReceive:
+        w.Slice(receive, MessageKindName(static_cast<MessageKind>(e.sub)), e, e.lane, e.begin_ns,
+                e.end_ns);
+        trace_events.Add(receive.json());
         break;
-      }
       case TraceEventKind::kMessage: {
         const auto kind = static_cast<MessageKind>(e.sub);
         int64_t received = -1;
@@ -233,55 +322,80 @@ void TraceRecorder::WriteJson(std::ostream& out) const {
           break;
         }
         const TraceGraph::Node* to = node_of(e);
-        const std::string name = MessageKindName(kind);
+        const char* name = MessageKindName(kind);
         ++flow_id;
-        w.Begin("s", "message", name, e.lane, e.begin_ns);
-        w.out() << ",\"id\":" << flow_id << common << ",\"from\":" << Tid(e.lane)
-                << ",\"to\":" << Tid(e.peer) << ",\"from_node\":" << w.lane(e.lane).node
-                << ",\"to_node\":" << (to ? to->id : w.lane(e.peer).node)
-                << ",\"var\":" << Quoted(text(e.detail)) << ",\"bytes\":" << e.bytes << "}}";
-        w.Begin(flow_ends, "f", "message", name, e.peer, std::max(received, e.begin_ns));
-        flow_ends << ",\"id\":" << flow_id
-                  << ",\"bp\":\"e\",\"args\":{\"iteration\":" << e.iteration << "}}";
+        w.Start(flow_start, name, e.lane, e.begin_ns);
+        Set(flow_start["id"], flow_id);
+        Set(flow_start.arg("graph"), e.graph);
+        Set(flow_start.arg("iteration"), e.iteration);
+        Set(flow_start.arg("from"), Tid(e.lane));
+        Set(flow_start.arg("to"), Tid(e.peer));
+        Set(flow_start.arg("from_node"), lane.node);
+        Set(flow_start.arg("to_node"), to ? to->id : w.lane(e.peer).node);
+        Set(flow_start.arg("var"), text(e.detail));
+        Set(flow_start.arg("bytes"), e.bytes);
+        trace_events.Add(flow_start.json());
+        flow_ends.push_back({flow_id, name, e.peer, std::max(received, e.begin_ns), e.iteration});
         break;
       }
     }
   }
+  for (const FlowEnd& end : flow_ends) {
+    w.Start(flow_end, end.name, end.lane, end.ts);
+    Set(flow_end["id"], end.id);
+    Set(flow_end.arg("iteration"), end.iteration);
+    trace_events.Add(flow_end.json());
+  }
 
-  out << flow_ends.str();
   char host[256] = "host";
   gethostname(host, sizeof host - 1);
-  out << "\n],\n\"rill\":{\"format\":1,\"node\":"
-      << Quoted(std::string(host) + ":" + std::to_string(getpid()))
-      << ",\"clock\":{\"origin_wall_ns\":" << origin_wall_ns_ << ",\"offset_ns\":0}"
-      << ",\"dropped_events\":" << dropped() << ",\"unmatched_messages\":" << unmatched
-      << ",\n\"lanes\":[";
+  out << "\n],\n\"rill\":{";
+  WriteMembers(out, {{"format", 1},
+                     {"node", std::string(host) + ":" + std::to_string(getpid())},
+                     {"clock", {{"origin_wall_ns", origin_wall_ns_}, {"offset_ns", 0}}},
+                     {"dropped_events", dropped()},
+                     {"unmatched_messages", unmatched}});
+  out << ",\n\"lanes\":[";
+  Elements lanes_out(out);
   for (size_t i = 0; i < lane_table.size(); ++i) {
     const TraceLane& l = lane_table[i];
-    out << (i ? ",\n" : "\n") << "{\"tid\":" << Tid(static_cast<int>(i + 1)) << ",\"pid\":" << l.pid
-        << ",\"kind\":" << Quoted(l.kind) << ",\"name\":" << Quoted(l.name)
-        << ",\"graph\":" << l.graph << ",\"node\":" << l.node << ",\"place\":" << l.place << "}";
+    lanes_out.Add({{"tid", Tid(static_cast<int>(i + 1))},
+                   {"pid", l.pid},
+                   {"kind", l.kind},
+                   {"name", l.name},
+                   {"graph", l.graph},
+                   {"node", l.node},
+                   {"place", l.place}});
   }
   out << "],\n\"graphs\":[";
   for (size_t g = 0; g < graph_table.size(); ++g) {
     const TraceGraph& graph = graph_table[g];
-    out << (g ? ",\n" : "\n") << "{\"id\":" << g << ",\"block\":" << graph.block
-        << ",\"parent_lane\":" << Tid(graph.parent_lane) << ",\"places\":" << graph.places
-        << ",\"streams_per_place\":" << graph.streams_per_place
-        << ",\"driver_lane\":" << Tid(graph.driver_lane) << ",\"nodes\":[";
-    for (size_t i = 0; i < graph.nodes.size(); ++i) {
-      const TraceGraph::Node& n = graph.nodes[i];
-      out << (i ? ",\n" : "\n") << "{\"id\":" << n.id << ",\"type\":" << Quoted(n.type)
-          << ",\"op\":" << n.op << ",\"place\":" << n.place << ",\"stream\":" << n.stream
-          << ",\"kind\":" << Quoted(n.kind) << ",\"role\":" << Quoted(RoleOf(n.role))
-          << ",\"tid\":" << Tid(n.lane) << "}";
+    out << (g ? ",\n{" : "\n{");
+    WriteMembers(out, {{"id", g},
+                       {"block", graph.block},
+                       {"parent_lane", Tid(graph.parent_lane)},
+                       {"places", graph.places},
+                       {"streams_per_place", graph.streams_per_place},
+                       {"driver_lane", Tid(graph.driver_lane)}});
+    out << ",\"nodes\":[";
+    Elements nodes(out);
+    for (const TraceGraph::Node& n : graph.nodes) {
+      nodes.Add({{"id", n.id},
+                 {"type", n.type},
+                 {"op", n.op},
+                 {"place", n.place},
+                 {"stream", n.stream},
+                 {"kind", n.kind},
+                 {"role", RoleOf(n.role)},
+                 {"tid", Tid(n.lane)}});
     }
     out << "],\"edges\":[";
-    for (size_t i = 0; i < graph.edges.size(); ++i) {
-      const TraceGraph::Edge& edge = graph.edges[i];
-      out << (i ? ",\n" : "\n") << "{\"from\":" << edge.from << ",\"to\":" << edge.to
-          << ",\"var\":" << Quoted(edge.var) << ",\"kind\":\""
-          << (edge.control ? "control" : "data") << "\"}";
+    Elements edges(out);
+    for (const TraceGraph::Edge& edge : graph.edges) {
+      edges.Add({{"from", edge.from},
+                 {"to", edge.to},
+                 {"var", edge.var},
+                 {"kind", edge.control ? "control" : "data"}});
     }
     out << "]}";
   }

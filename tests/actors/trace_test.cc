@@ -308,6 +308,39 @@ TEST(TraceTest, ParallelDoBlocksTraceTheirPlacesUnderTheirOp) {
   EXPECT_EQ(Count(t, "X", "wait", "parallel block"), 2);
 }
 
+// Names come from program files: quotes, backslashes and control characters
+// are escaped, bytes that are not UTF-8 become U+FFFD, and times keep their
+// nanoseconds.
+TEST(TraceTest, NamesAreEscapedAndTimesKeepNanoseconds) {
+  TraceRecorder trace;
+  const std::string name = "op \"q\" \\ \t\x01 \xff end";
+  const int lane = trace.AddLane({1, "op", name, 0, 0, 0});
+  TraceGraph graph;
+  TraceGraph::Node node;
+  node.type = name;
+  node.lane = lane;
+  graph.nodes.push_back(node);
+  trace.AddGraph(graph);
+  TraceEvent e;
+  e.lane = lane;
+  e.node = 0;
+  e.iteration = 0;
+  e.begin_ns = trace.origin_ns() + 1234567;
+  e.end_ns = e.begin_ns + 1001;
+  trace.Record(e);
+  const json t = Export(trace);
+  CheckFormat(t);
+  const std::string expected = "op \"q\" \\ \t\x01 \xef\xbf\xbd end";  // U+FFFD in UTF-8
+  EXPECT_EQ(t["rill"]["lanes"][0]["name"], expected);
+  EXPECT_EQ(t["rill"]["graphs"][0]["nodes"][0]["type"], expected);
+  ASSERT_EQ(Count(t, "X", "kernel", expected), 1);
+  for (const json& event : t["traceEvents"]) {
+    if (event["ph"] != "X") continue;
+    EXPECT_DOUBLE_EQ(event["ts"].get<double>(), 1234.567);
+    EXPECT_DOUBLE_EQ(event["dur"].get<double>(), 1.001);
+  }
+}
+
 TEST(TraceTest, WritingToABadPathFailsWithTheName) {
   TraceRecorder trace;
   try {
