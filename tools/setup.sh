@@ -11,7 +11,7 @@ packages=(
   libopenblas-dev
   libgtest-dev libgmock-dev
   libtbb-dev
-  nlohmann-json3-dev
+  nlohmann-json3-dev libcli11-dev
   clang libclang-rt-14-dev
   python3 python3-numpy
   zlib1g-dev

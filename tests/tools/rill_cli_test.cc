@@ -242,7 +242,8 @@ TEST_F(RillCliTest, RunWithMissingFeedFileNamesIt) {
 TEST_F(RillCliTest, TrainRefusesAnUnknownGradientCompression) {
   const Result r = Rill({"train", "--gradient-compression", "int2"});
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "--gradient-compression must be none, int8 or int4")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--gradient-compression: int2 not in {none,int8,int4}"))
+      << r.output;
 }
 
 // Device places take batches fed by the driver (the pipeline's read op runs
@@ -278,27 +279,55 @@ TEST_F(RillCliTest, DevicePlacesTrainOnPreloadedBatches) {
   }
 }
 
+// Lines of `text` (a last line without its newline counts).
+int Lines(const std::string& text) {
+  int lines = 0;
+  for (char c : text) lines += c == '\n';
+  return lines + (!text.empty() && text.back() != '\n');
+}
+
+// A usage error is one line naming the command and what is wrong, and a
+// pointer to the command's --help: never the whole help.
+void ExpectUsageError(const Result& r, const std::string& command, const std::string& error) {
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_EQ(r.output, command + ": " + error + "\nRun '" + command + " --help' for usage.\n");
+}
+
 TEST_F(RillCliTest, RunUsageErrors) {
   Write("scale.pbtxt", kScaleProgram);
-  Result r = Rill({"run", "scale.pbtxt", "--x"});
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "unknown flag --x for rill run")) << r.output;
-  EXPECT_TRUE(Contains(r.output, "usage: rill run")) << r.output;
-  r = Rill({"run", "scale.pbtxt", "--feed", "x"});
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "--feed expects NAME=FILE.npy, got 'x'")) << r.output;
-  r = Rill({"run", "scale.pbtxt", "--fetch"});
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "flag --fetch for rill run needs a value")) << r.output;
-  r = Rill({"run"});
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "needs MAIN")) << r.output;
-  r = Rill({"run", "a.pbtxt", "b.pbtxt"});
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "unexpected argument 'b.pbtxt'")) << r.output;
-  r = Rill({"run", "scale.pbtxt", "--startup", "a", "--startup", "b"});
-  EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "flag --startup is given twice")) << r.output;
+  ExpectUsageError(Rill({"run", "scale.pbtxt", "--x"}), "rill run", "unknown flag --x");
+  ExpectUsageError(Rill({"run", "scale.pbtxt", "--feed", "x"}), "rill run",
+                   "--feed expects NAME=FILE.npy, got 'x'");
+  ExpectUsageError(Rill({"run", "scale.pbtxt", "--fetch"}), "rill run",
+                   "--fetch: 1 required NAME missing");
+  ExpectUsageError(Rill({"run"}), "rill run", "MAIN is required");
+  ExpectUsageError(Rill({"run", "a.pbtxt", "b.pbtxt"}), "rill run",
+                   "unexpected argument 'b.pbtxt'");
+  ExpectUsageError(Rill({"run", "scale.pbtxt", "--startup", "a", "--startup", "b"}), "rill run",
+                   "--startup: At Most 1 required but received 2");
+  ExpectUsageError(Rill({"run", "scale.pbtxt", "--threads", "-1"}), "rill run",
+                   "--threads: must be >= 0, got '-1'");
+  ExpectUsageError(Rill({"run", "scale.pbtxt", "--executor", "fast"}), "rill run",
+                   "--executor: fast not in {actor,sequential}");
+}
+
+// Bad values name their flag, and a value from the environment names the variable too.
+TEST_F(RillCliTest, BadValuesNameTheirFlag) {
+  ExpectUsageError(Rill({"train", "--epochs", "0"}), "rill train",
+                   "--epochs: must be >= 1, got '0'");
+  ExpectUsageError(Rill({"train", "--batch", "many"}), "rill train",
+                   "--batch: expected an integer, got 'many'");
+  ExpectUsageError(Rill({"train", "--lr", "0"}), "rill train", "--lr: must be > 0, got '0'");
+  ExpectUsageError(Rill({"train", "--seed", "-1"}), "rill train",
+                   "--seed: expected a non-negative integer, got '-1'");
+  ExpectUsageError(Rill({"trace", "summarize", "t.json", "--top", "0"}), "rill trace summarize",
+                   "--top: must be >= 1, got '0'");
+  ::setenv("RILL_TRAINER_ID", "first", 1);
+  const Result r = Rill({"train", "--role", "trainer"});
+  ::unsetenv("RILL_TRAINER_ID");
+  ExpectUsageError(r, "rill train",
+                   "--trainer-id: expected an integer, got 'first' (from the flag or "
+                   "RILL_TRAINER_ID)");
 }
 
 TEST_F(RillCliTest, ValidateGoodProgramPrintsOk) {
@@ -352,23 +381,76 @@ TEST_F(RillCliTest, PrintConvertsBinaryToText) {
 TEST_F(RillCliTest, HelpAndUnknownCommands) {
   Result r = Rill({"--help"});
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(Contains(r.output, "usage: rill [--plugin LIB.so ...] COMMAND")) << r.output;
-  r = Rill({"help"});
-  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "Usage: rill [OPTIONS] [SUBCOMMAND]")) << r.output;
+  for (const char* command : {"print", "validate", "run", "graph", "train", "bench", "trace",
+                              "transpile", "pserver", "launch", "help"}) {
+    EXPECT_TRUE(Contains(r.output, std::string("\n  ") + command + " ")) << command << r.output;
+  }
+  EXPECT_EQ(Rill({"help"}).output, r.output);
   r = Rill({"help", "run"});
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(Contains(r.output, "usage: rill run")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "Usage: rill run [OPTIONS] MAIN")) << r.output;
+  EXPECT_EQ(Rill({"run", "--help"}).output, r.output);
   r = Rill({"validate", "--help"});
   EXPECT_EQ(r.status, 0) << r.output;
-  EXPECT_TRUE(Contains(r.output, "usage: rill validate")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "Usage: rill validate")) << r.output;
+  r = Rill({"help", "trace", "view"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "Usage: rill trace view [OPTIONS] FILE")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--template PATH")) << r.output;
+  r = Rill({"--version"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.rfind("rill ", 0), 0u) << r.output;
+  EXPECT_EQ(Rill({"version"}).output, r.output);
   r = Rill({});
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "usage: rill [--plugin LIB.so ...] COMMAND")) << r.output;
-  r = Rill({"frobnicate"});
+  EXPECT_TRUE(Contains(r.output, "Usage: rill [OPTIONS] [SUBCOMMAND]")) << r.output;
+  ExpectUsageError(Rill({"frobnicate"}), "rill", "unknown command 'frobnicate'");
+  ExpectUsageError(Rill({"trace", "unzip"}), "rill trace", "unknown command 'unzip'");
+  ExpectUsageError(Rill({"bench"}), "rill bench", "A subcommand is required");
+}
+
+// rill help CMD prints what rill CMD --help prints: the command's flags,
+// with their defaults, and what the command does.
+TEST_F(RillCliTest, HelpOfACommandListsItsFlags) {
+  const Result r = Rill({"help", "train"});
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(Contains(r.output, "Usage: rill train [OPTIONS]")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--epochs N=5")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--executor TEXT:{actor,sequential}=actor")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "(Env:RILL_TRAINER_ID)")) << r.output;
+  EXPECT_TRUE(Contains(r.output, "A trainer of a distributed job")) << r.output;
+  EXPECT_EQ(Rill({"train", "--help"}).output, r.output);
+  EXPECT_EQ(Rill({"train", "--epochs", "2", "-h"}).output, r.output);
+}
+
+// A usage error is one line and a pointer to the help, on stderr, exit 2:
+// not the help itself.
+TEST_F(RillCliTest, AUsageErrorIsOneLineAndAPointerToTheHelp) {
+  const Result r = Rill({"train", "--epoch", "2"});
+  ExpectUsageError(r, "rill train", "unknown flag --epoch");
+  EXPECT_EQ(Lines(r.output), 2) << r.output;
+  EXPECT_FALSE(Contains(r.output, "Usage:")) << r.output;
+  EXPECT_FALSE(Contains(r.output, "--batch")) << r.output;
+  // stderr only: nothing on stdout.
+  const std::string command =
+      "cd " + Quote(dir_.string()) + " && " + Quote(RILL_CLI_PATH) + " train --epoch 2 2>/dev/null";
+  FILE* pipe = ::popen(command.c_str(), "r");
+  ASSERT_NE(pipe, nullptr);
+  char buffer[64];
+  EXPECT_EQ(std::fread(buffer, 1, sizeof buffer, pipe), 0u);
+  const int status = ::pclose(pipe);
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+}
+
+TEST_F(RillCliTest, HelpOfAnUnknownCommandNamesIt) {
+  Result r = Rill({"help", "nosuch"});
   EXPECT_EQ(r.status, 2) << r.output;
-  EXPECT_TRUE(Contains(r.output, "unknown command 'frobnicate'")) << r.output;
-  r = Rill({"help", "frobnicate"});
+  // The pointer goes to rill's own help, which lists the commands.
+  EXPECT_EQ(r.output, "rill help: unknown command 'nosuch'\nRun 'rill --help' for usage.\n");
+  r = Rill({"help", "trace", "nosuch"});
   EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "unknown command 'trace nosuch'")) << r.output;
 }
 
 // Two kernels a -> b in one iteration of graph 0, from the node "h:1".

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,21 +21,6 @@
 
 namespace rill::cli {
 namespace {
-
-constexpr const char* kUsage =
-    R"(usage: rill bench dag [--shape S] [--nodes N] [--threads T] [--repeat R] [--json]
-  Runs graphs of tiny ops (one float each) through a plain sequential loop,
-  the actor executor and oneTBB's flow graph, and prints ns per node for each
-  and the ratio actor / TBB (below 1: the actor executor costs less per node).
-  Each runner is measured in its own child process, from the same heap.
-  "build ms" is the actor executor's ProgramDesc-to-running-actors time.
-  --shape    chain, fanout, grid, random or all (default all)
-  --nodes    node count (default per shape: chain 100000, fanout 10000,
-             grid 90000, random 50000)
-  --threads  thread counts to measure, comma separated (default 1,2)
-  --repeat   timed runs per measurement; the median is reported (default 7)
-  --json     one JSON object per (shape, threads) on stdout
-)";
 
 using Clock = std::chrono::steady_clock;
 
@@ -141,32 +127,28 @@ std::vector<int> ParseThreads(const std::string& text) {
   return threads;
 }
 
-int DagBench(const std::vector<std::string>& args) {
+struct DagFlags {
   std::string shape = "all";
-  int64_t nodes = 0;
-  std::string threads_text = "1,2";
+  int64_t nodes = 0;  // 0: the shape's default
+  std::string threads = "1,2";
   int repeat = 7;
   bool json = false;
-  Flags flags("rill bench dag", kUsage);
-  flags.String("--shape", &shape);
-  flags.Int64("--nodes", &nodes);
-  flags.String("--threads", &threads_text);
-  flags.Int("--repeat", &repeat);
-  flags.Bool("--json", &json);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  if (repeat < 1) return flags.UsageError("--repeat must be >= 1");
-  const std::vector<int> threads = ParseThreads(threads_text);
-  std::vector<std::string> shapes = {shape};
-  if (shape == "all") shapes = {"chain", "fanout", "grid", "random"};
+};
+
+int DagBench(const DagFlags& flags) {
+  const std::vector<int> threads = ParseThreads(flags.threads);
+  std::vector<std::string> shapes = {flags.shape};
+  if (flags.shape == "all") shapes = {"chain", "fanout", "grid", "random"};
   SetBlasThreads(1);
-  if (!json) {
+  if (!flags.json) {
     std::printf("%-7s %7s %7s %10s %12s %12s %12s %10s\n", "shape", "nodes", "threads", "build ms",
                 "seq ns/node", "actor ns/n", "tbb ns/node", "actor/tbb");
   }
   for (const auto& s : shapes) {
     for (int t : threads) {
-      const DagResult r = MeasureDag(s, nodes > 0 ? nodes : DefaultNodes(s), t, repeat);
-      if (json) {
+      const DagResult r =
+          MeasureDag(s, flags.nodes > 0 ? flags.nodes : DefaultNodes(s), t, flags.repeat);
+      if (flags.json) {
         std::printf(
             "{\"shape\": \"%s\", \"nodes\": %lld, \"threads\": %d, \"build_ms\": %.1f, "
             "\"sequential_ns_per_node\": %.1f, \"actor_ns_per_node\": %.1f, "
@@ -186,16 +168,30 @@ int DagBench(const std::vector<std::string>& args) {
 
 }  // namespace
 
-int BenchCommand(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    std::cout << kUsage;
-    return args.empty() ? kExitUsage : kExitOk;
-  }
-  if (args[0] != "dag") {
-    std::cerr << "rill bench: unknown benchmark '" << args[0] << "'\n" << kUsage;
-    return kExitUsage;
-  }
-  return DagBench(std::vector<std::string>(args.begin() + 1, args.end()));
+Command AddBenchCommand(CLI::App& rill) {
+  CLI::App* app =
+      rill.add_subcommand("bench", "benchmarks of the executors")->require_subcommand(1);
+  auto flags = std::make_shared<DagFlags>();
+  CLI::App* dag = app->add_subcommand("dag", "executor cost per node: sequential, actor, oneTBB");
+  dag->add_option("--shape", flags->shape, "chain, fanout, grid, random or all")->type_name("S");
+  dag->add_option("--nodes", flags->nodes,
+                  "node count (default per shape: chain 100000, fanout 10000,\n"
+                  "grid 90000, random 50000)")
+      ->type_name("N")
+      ->default_str("");
+  dag->add_option("--threads", flags->threads, "thread counts to measure, comma separated")
+      ->type_name("T,...");
+  dag->add_option("--repeat", flags->repeat, "timed runs per measurement; the median is reported")
+      ->type_name("R")
+      ->check(AtLeast(1));
+  dag->add_flag("--json", flags->json, "one JSON object per (shape, threads) on stdout");
+  dag->footer(
+      "Runs graphs of tiny ops (one float each) through a plain sequential loop,\n"
+      "the actor executor and oneTBB's flow graph, and prints ns per node for each\n"
+      "and the ratio actor / TBB (below 1: the actor executor costs less per node).\n"
+      "Each runner is measured in its own child process, from the same heap.\n"
+      "\"build ms\" is the actor executor's ProgramDesc-to-running-actors time.");
+  return {app, [flags] { return DagBench(*flags); }};
 }
 
 }  // namespace rill::cli

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -21,26 +22,6 @@
 
 namespace rill::cli {
 namespace {
-
-constexpr const char* kUsage =
-    R"(usage: rill launch --trainers N --pservers M [flags] [-- TRAIN FLAGS...]
-  --trainers N             trainer processes (default 2)
-  --pservers M             parameter-server processes (default 1)
-  --model mlp|cnn|linreg   --optimizer sgd|momentum|adam  --lr X  --seed N
-                           the model, for the transpiler and the trainers
-  --async                  apply each gradient on arrival (default: sync)
-  --token T                the job's shared secret (default: a random one); given to
-                           the children as RILL_TOKEN
-  --dir DIR                where the programs (and checkpoints) go (default: a new
-                           directory under /tmp)
-  --checkpoint-every K     servers save their variables every K steps to
-                           DIR/pserver<i>.ckpt, and resume from them when present
-  --peer-timeout-ms N      a peer silent this long is declared dead (default 5000)
-  --grace-ms N             after one process fails, how long the others have to
-                           stop on their own before they are killed (default 15000)
-TRAIN FLAGS go to every trainer (for example --epochs 1 --batch 32 --max-steps 50).
-Exit status: 0 when every process succeeded, 1 otherwise.
-)";
 
 // A free TCP port on loopback (the kernel picks it; released for the server).
 int FreePort() {
@@ -66,32 +47,31 @@ std::string RandomToken() {
 
 std::string SelfPath() { return std::filesystem::read_symlink("/proc/self/exe").string(); }
 
-}  // namespace
-
-int LaunchCommand(const std::vector<std::string>& args) {
-  int trainers = 2, pservers = 1, peer_timeout_ms = 5000, grace_ms = 15000;
-  std::string model = "mlp", optimizer = "adam", lr = "0.001", seed = "0", token, dir;
-  int64_t checkpoint_every = 0;
+struct LaunchFlags {
+  int trainers = 2;
+  int pservers = 1;
+  std::string model = "mlp";
+  std::string optimizer = "adam";
+  std::string lr = "0.001";
+  std::string seed = "0";
   bool async = false;
+  std::string token;
+  std::string dir;
+  int64_t checkpoint_every = 0;
+  int peer_timeout_ms = 5000;
+  int grace_ms = 15000;
   std::vector<std::string> train_flags;
-  Flags flags("rill launch", kUsage);
-  flags.Int("--trainers", &trainers);
-  flags.Int("--pservers", &pservers);
-  flags.String("--model", &model);
-  flags.String("--optimizer", &optimizer);
-  flags.String("--lr", &lr);
-  flags.String("--seed", &seed);
-  flags.Bool("--async", &async);
-  flags.String("--token", &token);
-  flags.String("--dir", &dir);
-  flags.Int64("--checkpoint-every", &checkpoint_every);
-  flags.Int("--peer-timeout-ms", &peer_timeout_ms);
-  flags.Int("--grace-ms", &grace_ms);
-  flags.Positional("TRAIN FLAGS", &train_flags, 0, -1);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  if (trainers < 1 || pservers < 1 || checkpoint_every < 0 || peer_timeout_ms < 2 || grace_ms < 0) {
-    return flags.UsageError("--trainers and --pservers must be >= 1, --checkpoint-every >= 0");
-  }
+};
+
+int Launch(const LaunchFlags& flags) {
+  const int trainers = flags.trainers, pservers = flags.pservers;
+  const int peer_timeout_ms = flags.peer_timeout_ms, grace_ms = flags.grace_ms;
+  const std::string &model = flags.model, &optimizer = flags.optimizer, &lr = flags.lr,
+                    &seed = flags.seed;
+  std::string token = flags.token, dir = flags.dir;
+  const int64_t checkpoint_every = flags.checkpoint_every;
+  const bool async = flags.async;
+  const std::vector<std::string>& train_flags = flags.train_flags;
   if (token.empty()) token = RandomToken();
   if (dir.empty()) {
     char pattern[] = "/tmp/rill-launch-XXXXXX";
@@ -166,6 +146,53 @@ int LaunchCommand(const std::vector<std::string>& args) {
   }
   std::printf("rill launch: %s\n", failed ? "failed" : "all processes finished");
   return failed ? kExitFailure : kExitOk;
+}
+
+}  // namespace
+
+Command AddLaunchCommand(CLI::App& rill) {
+  auto flags = std::make_shared<LaunchFlags>();
+  CLI::App* app = rill.add_subcommand(
+      "launch", "a distributed job on this machine: parameter servers and trainers");
+  app->add_option("--trainers", flags->trainers, "trainer processes")
+      ->type_name("N")
+      ->check(AtLeast(1));
+  app->add_option("--pservers", flags->pservers, "parameter-server processes")
+      ->type_name("M")
+      ->check(AtLeast(1));
+  app->add_option("--model", flags->model,
+                  "mlp, cnn or linreg: the model, for the transpiler and the trainers");
+  app->add_option("--optimizer", flags->optimizer, "sgd, momentum or adam");
+  app->add_option("--lr", flags->lr, "learning rate")->type_name("X");
+  app->add_option("--seed", flags->seed, "seed of the initialisers")->type_name("N");
+  app->add_flag("--async", flags->async, "apply each gradient on arrival (default: sync)");
+  app->add_option("--token", flags->token,
+                  "the job's shared secret, given to the children as RILL_TOKEN")
+      ->type_name("T")
+      ->default_str("a random one");
+  app->add_option("--dir", flags->dir, "where the programs (and checkpoints) go")
+      ->type_name("DIR")
+      ->default_str("a new directory under /tmp");
+  app->add_option("--checkpoint-every", flags->checkpoint_every,
+                  "servers save their variables every K steps to DIR/pserver<i>.ckpt,\n"
+                  "and resume from them when present (0: never)")
+      ->type_name("K")
+      ->check(AtLeast(0));
+  app->add_option("--peer-timeout-ms", flags->peer_timeout_ms,
+                  "a peer silent this long is declared dead")
+      ->type_name("N")
+      ->check(AtLeast(2));
+  app->add_option("--grace-ms", flags->grace_ms,
+                  "after one process fails, how long the others have to stop on\n"
+                  "their own before they are killed")
+      ->type_name("N")
+      ->check(AtLeast(0));
+  app->add_option("TRAIN_FLAGS", flags->train_flags,
+                  "after --: flags for every trainer (for example --epochs 1 --batch 32\n"
+                  "--max-steps 50)")
+      ->default_str("");
+  app->footer("Exit status: 0 when every process succeeded, 1 otherwise.");
+  return {app, [flags] { return Launch(*flags); }};
 }
 
 }  // namespace rill::cli

@@ -15,74 +15,87 @@
 namespace rill::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rill pserver --program FILE [flags]
-  --program FILE           the server's program (pserver<i>.main.pbtxt from rill transpile)
-  --startup FILE           its startup program (default: FILE with .main. -> .startup.)
-  --endpoint HOST:PORT     where it listens (default: entry --server-index of --pservers)
-  --bind ADDR              the address it binds (default 127.0.0.1: loopback only)
-  --checkpoint FILE        save variables and step here every --checkpoint-every steps;
-                           resume from it when it exists
-  --checkpoint-every K     (default 0: never)
-  --threads N              scheduler threads (default 2)
-)";
-
 std::string DefaultStartup(const std::string& program) {
   const size_t at = program.rfind(".main.");
   if (at == std::string::npos) return "";
   return program.substr(0, at) + ".startup." + program.substr(at + 6);
 }
 
-}  // namespace
-
-int PserverCommand(const std::vector<std::string>& args) {
-  std::string program, startup, endpoint, bind = "127.0.0.1", checkpoint;
+struct PserverFlags {
+  std::string program;
+  std::string startup;
+  std::string endpoint;
+  std::string bind = "127.0.0.1";
+  std::string checkpoint;
   int64_t checkpoint_every = 0;
   int threads = 2;
   RoleFlags role;
-  Flags flags("rill pserver", std::string(kUsage) + kRoleFlagsUsage);
-  flags.String("--program", &program);
-  flags.String("--startup", &startup);
-  flags.String("--endpoint", &endpoint);
-  flags.String("--bind", &bind);
-  flags.String("--checkpoint", &checkpoint);
-  flags.Int64("--checkpoint-every", &checkpoint_every);
-  flags.Int("--threads", &threads);
-  role.Bind(flags);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  if (std::string error = role.FromEnvironment(); !error.empty()) return flags.UsageError(error);
-  if (program.empty()) return flags.UsageError("--program is required");
-  if (startup.empty()) startup = DefaultStartup(program);
-  if (startup.empty()) return flags.UsageError("--startup is required (FILE has no .main.)");
+};
+
+int Serve(const PserverFlags& flags) {
+  const RoleFlags& role = flags.role;
+  role.Check();
+  const std::string startup = flags.startup.empty() ? DefaultStartup(flags.program) : flags.startup;
+  if (startup.empty()) throw UsageError("--startup is required (FILE has no .main.)");
+  std::string endpoint = flags.endpoint;
   if (endpoint.empty()) {
     const auto list = role.PserverList();
     if (role.server_index < 0 || role.server_index >= static_cast<int>(list.size())) {
-      return flags.UsageError("--endpoint, or --pservers with --server-index, is required");
+      throw UsageError("--endpoint, or --pservers with --server-index, is required");
     }
     endpoint = list[static_cast<size_t>(role.server_index)];
   }
-  if (checkpoint_every < 0 || threads < 1) {
-    return flags.UsageError("--checkpoint-every must be >= 0 and --threads >= 1");
-  }
-
   ParameterServerOptions options;
   options.endpoint = endpoint;
-  options.bind = bind;
+  options.bind = flags.bind;
   options.token = role.token;
-  options.checkpoint_path = checkpoint;
-  options.checkpoint_every = checkpoint_every;
+  options.checkpoint_path = flags.checkpoint;
+  options.checkpoint_every = flags.checkpoint_every;
   options.heartbeat = std::chrono::milliseconds(role.heartbeat_ms);
   options.peer_timeout = std::chrono::milliseconds(role.peer_timeout_ms);
   options.connect_timeout = std::chrono::milliseconds(role.connect_timeout_ms);
   options.limits.max_message_bytes = static_cast<size_t>(role.max_message_mb) << 20;
-  auto runtime = std::make_shared<Runtime>(threads, 1, /*network=*/true);
-  ParameterServer server(LoadProgram(program), LoadProgram(startup), options, runtime);
+  auto runtime = std::make_shared<Runtime>(flags.threads, 1, /*network=*/true);
+  ParameterServer server(LoadProgram(flags.program), LoadProgram(startup), options, runtime);
   std::printf("pserver listening on %s:%u (bound to %s), step %lld\n",
-              endpoint.substr(0, endpoint.rfind(':')).c_str(), server.port(), bind.c_str(),
+              endpoint.substr(0, endpoint.rfind(':')).c_str(), server.port(), flags.bind.c_str(),
               static_cast<long long>(server.step()));
   std::fflush(stdout);
   server.Serve();
   std::printf("pserver done at step %lld\n", static_cast<long long>(server.step()));
   return kExitOk;
+}
+
+}  // namespace
+
+Command AddPserverCommand(CLI::App& rill) {
+  auto flags = std::make_shared<PserverFlags>();
+  CLI::App* app =
+      rill.add_subcommand("pserver", "serve a parameter-server program (rill transpile writes it)");
+  app->add_option("--program", flags->program,
+                  "the server's program (pserver<i>.main.pbtxt from rill transpile)")
+      ->type_name("FILE")
+      ->required();
+  app->add_option("--startup", flags->startup, "its startup program")
+      ->type_name("FILE")
+      ->default_str("FILE with .main. -> .startup.");
+  app->add_option("--endpoint", flags->endpoint, "where it listens")
+      ->type_name("HOST:PORT")
+      ->default_str("entry --server-index of --pservers");
+  app->add_option("--bind", flags->bind, "the address it binds (127.0.0.1: loopback only)")
+      ->type_name("ADDR");
+  app->add_option("--checkpoint", flags->checkpoint,
+                  "save variables and step here every --checkpoint-every steps;\n"
+                  "resume from it when it exists")
+      ->type_name("FILE");
+  app->add_option("--checkpoint-every", flags->checkpoint_every, "steps between saves (0: never)")
+      ->type_name("K")
+      ->check(AtLeast(0));
+  app->add_option("--threads", flags->threads, "scheduler threads")
+      ->type_name("N")
+      ->check(AtLeast(1));
+  flags->role.Bind(*app);
+  return {app, [flags] { return Serve(*flags); }};
 }
 
 }  // namespace rill::cli

@@ -1,9 +1,11 @@
 // The distributed-job settings every role reads: flags first, then the
 // environment (RILL_ROLE, RILL_TRAINER_ID, RILL_TRAINERS, RILL_PSERVERS,
-// RILL_SERVER_INDEX, RILL_TOKEN), so any process manager can start the
-// processes of a job (actors/distributed/distributed.md).
+// RILL_SERVER_INDEX, RILL_TOKEN; CLI11 reads a variable when its flag is not
+// given), so any process manager can start the processes of a job
+// (actors/distributed/distributed.md).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,16 +26,13 @@ struct RoleFlags {
   int connect_timeout_ms = 30000;
   int64_t max_message_mb = 256;
 
-  // Binds --role, --trainer-id, --trainers, --pservers, --server-index, --token,
-  // --async, --heartbeat-ms, --peer-timeout-ms, --connect-timeout-ms, --max-message-mb.
-  void Bind(Flags& flags);
-  // Fills what the flags left unset from the environment. Returns an error
-  // message for a malformed value (empty when fine).
-  std::string FromEnvironment();
+  // Adds --role, --trainer-id, --trainers, --pservers, --server-index, --token,
+  // --async, --heartbeat-ms, --peer-timeout-ms, --connect-timeout-ms,
+  // --max-message-mb to a command, in a group of their own in its help.
+  void Bind(CLI::App& app);
+  // Throws UsageError for what the flags cannot check one by one.
+  void Check() const;
   std::vector<std::string> PserverList() const;
 };
-
-// The usage lines of the flags above.
-extern const char* const kRoleFlagsUsage;
 
 }  // namespace rill::cli

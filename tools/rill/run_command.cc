@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <string>
@@ -21,26 +22,6 @@
 
 namespace rill::cli {
 namespace {
-
-constexpr const char* kUsage = R"(usage: rill run MAIN [--startup FILE] [--checkpoint FILE]
-                [--feed NAME=FILE.npy ...] [--fetch NAME ...] [--out DIR]
-                [--executor actor|sequential] [--threads N] [--trace FILE]
-  Runs the STARTUP program once (initialising parameters), restores the
-  persistable variables of MAIN from a checkpoint if given, then runs MAIN
-  once with the actor executor (or the sequential reference executor). Each fetched variable is written to
-  DIR/NAME.npy (characters other than letters, digits and . _ @ - become _)
-  and printed with its type, shape and first values.
-  --startup FILE          program to run first, in the same scope
-  --checkpoint FILE       checkpoint (from rill train --save) to load before MAIN
-  --feed NAME=FILE.npy    value of variable NAME (repeatable)
-  --fetch NAME            variable to fetch after the run (repeatable)
-  --out DIR               where fetched .npy files go (default: current directory;
-                          created if missing)
-  --executor actor|sequential   which executor runs MAIN (default actor)
-  --threads N             threads of the actor executor (default: the machine's cores)
-  --trace FILE            record the actor executor's run as a Chrome trace
-                          (Perfetto, `rill trace summarize|view`)
-)";
 
 constexpr int kValuesShown = 6;
 
@@ -80,87 +61,111 @@ auto InFile(const std::string& path, Fn&& fn) {
   }
 }
 
-}  // namespace
-
-int RunCommand(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  std::string startup_path;
-  std::string checkpoint_path;
-  std::vector<std::string> feed_args;
+struct RunFlags {
+  std::string main;
+  std::string startup;
+  std::string checkpoint;
+  std::vector<std::string> feeds;  // NAME=FILE.npy
   std::vector<std::string> fetches;
-  std::string out_dir = ".";
-  Flags flags("rill run", kUsage);
-  flags.Positional("MAIN", &files, 1, 1);
-  flags.String("--startup", &startup_path);
-  flags.String("--checkpoint", &checkpoint_path);
-  flags.StringList("--feed", &feed_args);
-  flags.StringList("--fetch", &fetches);
-  flags.String("--out", &out_dir);
-  std::string executor_name = "actor";
+  std::string out = ".";
+  std::string executor = "actor";
   int threads = 0;
-  std::string trace_path;
-  flags.String("--executor", &executor_name);
-  flags.String("--trace", &trace_path);
-  flags.Int("--threads", &threads);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
+  std::string trace;
+};
 
+int Run(const RunFlags& flags) {
   std::vector<std::pair<std::string, std::string>> feed_files;
   std::set<std::string> feed_names;
-  for (const auto& feed : feed_args) {
+  for (const auto& feed : flags.feeds) {
     const size_t eq = feed.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == feed.size()) {
-      return flags.UsageError("--feed expects NAME=FILE.npy, got '" + feed + "'");
+      throw UsageError("--feed expects NAME=FILE.npy, got '" + feed + "'");
     }
     const std::string name = feed.substr(0, eq);
-    if (!feed_names.insert(name).second) {
-      return flags.UsageError("variable " + name + " is fed twice");
-    }
+    if (!feed_names.insert(name).second) throw UsageError("variable " + name + " is fed twice");
     feed_files.emplace_back(name, feed.substr(eq + 1));
   }
-  if (out_dir.empty()) return flags.UsageError("--out needs a directory");
-  if (executor_name != "actor" && executor_name != "sequential") {
-    return flags.UsageError("--executor must be actor or sequential");
+  if (flags.out.empty()) throw UsageError("--out needs a directory");
+  if (!flags.trace.empty() && flags.executor != "actor") {
+    throw UsageError("--trace records the actor executor (--executor actor)");
   }
-  if (threads < 0) return flags.UsageError("--threads must be >= 0");
-  if (!trace_path.empty() && executor_name != "actor") {
-    return flags.UsageError("--trace records the actor executor (--executor actor)");
-  }
-
-  const std::string& main_path = files[0];
-  const proto::ProgramDesc main = LoadProgram(main_path);
+  const proto::ProgramDesc main = LoadProgram(flags.main);
   Executor executor;
   Scope scope;
-  if (!startup_path.empty()) {
-    const proto::ProgramDesc startup = LoadProgram(startup_path);
-    InFile(startup_path, [&] { return executor.Run(startup, &scope); });
+  if (!flags.startup.empty()) {
+    const proto::ProgramDesc startup = LoadProgram(flags.startup);
+    InFile(flags.startup, [&] { return executor.Run(startup, &scope); });
   }
-  if (!checkpoint_path.empty()) LoadCheckpoint(main, &scope, checkpoint_path);
+  if (!flags.checkpoint.empty()) LoadCheckpoint(main, &scope, flags.checkpoint);
   FeedList feeds;
   for (const auto& [name, path] : feed_files) feeds.emplace_back(name, ReadNpy(path));
-  const std::vector<Tensor> results = InFile(main_path, [&] {
-    if (executor_name == "sequential") return executor.Run(main, &scope, feeds, fetches);
+  const std::vector<std::string>& fetches = flags.fetches;
+  const std::vector<Tensor> results = InFile(flags.main, [&] {
+    if (flags.executor == "sequential") return executor.Run(main, &scope, feeds, fetches);
     ExecutionStrategy strategy;
-    strategy.num_threads = threads;
-    if (!trace_path.empty()) strategy.trace = std::make_shared<TraceRecorder>();
+    strategy.num_threads = flags.threads;
+    if (!flags.trace.empty()) strategy.trace = std::make_shared<TraceRecorder>();
     ParallelExecutor actors(main, {Place::Cpu()}, &scope, strategy);
     std::vector<Tensor> out = actors.Run(feeds, fetches);
     if (strategy.trace) {
-      strategy.trace->WriteFile(trace_path);
-      std::cerr << "trace: " << trace_path << "\n";
+      strategy.trace->WriteFile(flags.trace);
+      std::cerr << "trace: " << flags.trace << "\n";
     }
     return out;
   });
 
   std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) Fail(ErrorCode::kIo, out_dir, ": cannot create the output directory: ", ec.message());
+  std::filesystem::create_directories(flags.out, ec);
+  if (ec) Fail(ErrorCode::kIo, flags.out, ": cannot create the output directory: ", ec.message());
   for (size_t i = 0; i < fetches.size(); ++i) {
-    const std::string path = (std::filesystem::path(out_dir) / FileNameFor(fetches[i])).string();
+    const std::string path = (std::filesystem::path(flags.out) / FileNameFor(fetches[i])).string();
     WriteNpy(path, results[i]);
     std::cout << fetches[i] << ": " << results[i].Describe() << " = " << FirstValues(results[i])
               << " -> " << path << "\n";
   }
   return kExitOk;
+}
+
+}  // namespace
+
+Command AddRunCommand(CLI::App& rill) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* app = rill.add_subcommand("run", "run a program once, write fetched variables as .npy");
+  app->add_option("MAIN", flags->main, "the program to run")->required();
+  app->add_option("--startup", flags->startup, "program to run first, in the same scope")
+      ->type_name("FILE");
+  app->add_option("--checkpoint", flags->checkpoint,
+                  "checkpoint (from rill train --save) to load before MAIN")
+      ->type_name("FILE");
+  app->add_option("--feed", flags->feeds, "value of variable NAME (repeatable)")
+      ->type_name("NAME=FILE.npy")
+      ->allow_extra_args(false)
+      ->default_str("");
+  app->add_option("--fetch", flags->fetches, "variable to fetch after the run (repeatable)")
+      ->type_name("NAME")
+      ->allow_extra_args(false)
+      ->default_str("");
+  app->add_option("--out", flags->out,
+                  "where fetched .npy files go (created if missing; default: the current "
+                  "directory)")
+      ->type_name("DIR");
+  app->add_option("--executor", flags->executor, "which executor runs MAIN")
+      ->check(CLI::IsMember({"actor", "sequential"}));
+  app->add_option("--threads", flags->threads,
+                  "threads of the actor executor (0: the machine's cores)")
+      ->type_name("N")
+      ->check(AtLeast(0));
+  app->add_option("--trace", flags->trace,
+                  "record the actor executor's run as a Chrome trace\n"
+                  "(Perfetto, `rill trace summarize|view`)")
+      ->type_name("FILE");
+  app->footer(
+      "Runs the STARTUP program once (initialising parameters), restores the\n"
+      "persistable variables of MAIN from a checkpoint if given, then runs MAIN\n"
+      "once with the actor executor (or the sequential reference executor). Each\n"
+      "fetched variable is written to DIR/NAME.npy (characters other than letters,\n"
+      "digits and . _ @ - become _) and printed with its type, shape and first values.");
+  return {app, [flags] { return Run(*flags); }};
 }
 
 }  // namespace rill::cli

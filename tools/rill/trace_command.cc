@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,92 +18,40 @@
 namespace rill::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rill trace summarize|merge|view ...
-  summarize FILE [--json] [--graph G] [--iteration N] [--top K] [--graph-edges-only]
-                 busy time per lane and stream, messages, waits, top ops,
-                 and the critical path of one iteration
-  merge OUT IN1 IN2 ...
-                 one trace from several processes' traces, clocks aligned
-  view FILE [--out HTML] [--template PATH]
-                 a self-contained HTML page of the trace (the visualizer)
-)";
-
-constexpr const char* kSummarizeUsage =
-    R"(usage: rill trace summarize FILE [--json] [--graph G] [--iteration N] [--top K]
-                              [--graph-edges-only]
-  Per lane (actor): busy time (its kernels, merged) and utilisation over the
-  trace's span; per stream: kernel time. Messages by kind (count, bytes),
-  waits by place and kind, the top ops by kernel time, and the critical path
-  of one iteration of a graph: from the op that ended last, back to whatever
-  held it back last — the predecessor along the graph's edges that ended
-  last, or the op before it on its stream when that one ended later (a
-  stream runs one op at a time, so it can hold back a ready op) — with each
-  op's wait.
-  --graph G         the graph of rill.graphs (default 0)
-  --iteration N     the iteration (default: the one of median duration)
-  --top K           lanes and op types to list (default 10; --json lists
-                    every lane)
-  --graph-edges-only  the critical path follows the graph's edges only (the
-                    data dependencies, without the streams' order)
-  --json            one JSON object (keys: tools/rill/trace_summary.h)
-)";
-
-constexpr const char* kMergeUsage = R"(usage: rill trace merge OUT IN1 IN2 ...
-  Writes one trace holding the inputs' events on one time axis (each file's
-  rill.clock), with pids, tids, graph ids and flow ids shifted apart and
-  process names prefixed with the input's rill.node.
-)";
-
-constexpr const char* kViewUsage = R"(usage: rill trace view FILE [--out HTML] [--template PATH]
-  Writes the visualizer page with the trace embedded and prints its path.
-  --out       the page (default: FILE with the extension .html)
-  --template  the built visualizer page (default: $RILL_VISUALIZER_HTML, else
-              the build's tools/visualizer/index.html, made by
-              `cmake --build build --target visualizer`)
-)";
-
-int Summarize(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
+struct SummarizeFlags {
+  std::string file;
   bool json = false;
   int64_t graph = trace::kNone;
   int64_t iteration = trace::kNone;
   int top = 10;
   bool edges_only = false;
-  Flags flags("rill trace summarize", kSummarizeUsage);
-  flags.Positional("FILE", &files, 1, 1);
-  flags.Bool("--json", &json);
-  flags.Int64("--graph", &graph);
-  flags.Int64("--iteration", &iteration);
-  flags.Int("--top", &top);
-  flags.Bool("--graph-edges-only", &edges_only);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  if (top < 1) return flags.UsageError("--top must be >= 1");
-  if (graph < trace::kNone) return flags.UsageError("--graph must be >= 0");
-  if (iteration < trace::kNone) return flags.UsageError("--iteration must be >= 0");
+};
+
+int Summarize(const SummarizeFlags& flags) {
   trace::SummaryOptions options;
-  options.path_requested = graph != trace::kNone || iteration != trace::kNone;
-  options.graph = graph == trace::kNone ? 0 : graph;
-  options.iteration = iteration;
-  options.top = top;
+  options.path_requested = flags.graph != trace::kNone || flags.iteration != trace::kNone;
+  options.graph = flags.graph == trace::kNone ? 0 : flags.graph;
+  options.iteration = flags.iteration;
+  options.top = flags.top;
   options.path_edges =
-      edges_only ? trace::PathEdges::kGraph : trace::PathEdges::kGraphAndStreamOrder;
-  const trace::Summary summary = trace::Summarize(trace::LoadTrace(files[0]), options);
-  if (json) {
-    std::cout << trace::SummaryToJson(summary, top).dump(2) << "\n";
+      flags.edges_only ? trace::PathEdges::kGraph : trace::PathEdges::kGraphAndStreamOrder;
+  const trace::Summary summary = trace::Summarize(trace::LoadTrace(flags.file), options);
+  if (flags.json) {
+    std::cout << trace::SummaryToJson(summary, flags.top).dump(2) << "\n";
   } else {
-    trace::WriteSummaryText(summary, top, std::cout);
+    trace::WriteSummaryText(summary, flags.top, std::cout);
   }
   return kExitOk;
 }
 
-int Merge(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  Flags flags("rill trace merge", kMergeUsage);
-  flags.Positional("OUT IN1 IN2 ...", &files, 2, -1);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  const std::vector<std::string> inputs(files.begin() + 1, files.end());
-  trace::MergeTraceFiles(files[0], inputs);
-  std::cout << files[0] << "\n";
+struct MergeFlags {
+  std::string out;
+  std::vector<std::string> inputs;
+};
+
+int Merge(const MergeFlags& flags) {
+  trace::MergeTraceFiles(flags.out, flags.inputs);
+  std::cout << flags.out << "\n";
   return kExitOk;
 }
 
@@ -120,36 +69,91 @@ std::string DefaultTemplate() {
   return RILL_VISUALIZER_HTML;
 }
 
-int View(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
+struct ViewFlags {
+  std::string file;
   std::string out;
   std::string template_path;
-  Flags flags("rill trace view", kViewUsage);
-  flags.Positional("FILE", &files, 1, 1);
-  flags.String("--out", &out);
-  flags.String("--template", &template_path);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  if (out.empty()) out = std::filesystem::path(files[0]).replace_extension(".html").string();
-  if (out == files[0]) return flags.UsageError("--out must differ from FILE");
-  if (template_path.empty()) template_path = DefaultTemplate();
-  trace::WriteTraceView(files[0], template_path, out);
-  std::cout << out << "\n";
+};
+
+int View(ViewFlags flags) {
+  if (flags.out.empty()) {
+    flags.out = std::filesystem::path(flags.file).replace_extension(".html").string();
+  }
+  if (flags.out == flags.file) throw UsageError("--out must differ from FILE");
+  if (flags.template_path.empty()) flags.template_path = DefaultTemplate();
+  trace::WriteTraceView(flags.file, flags.template_path, flags.out);
+  std::cout << flags.out << "\n";
   return kExitOk;
 }
 
 }  // namespace
 
-int TraceCommand(const std::vector<std::string>& args) {
-  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
-    (args.empty() ? std::cerr : std::cout) << kUsage;
-    return args.empty() ? kExitUsage : kExitOk;
-  }
-  const std::vector<std::string> rest(args.begin() + 1, args.end());
-  if (args[0] == "summarize") return Summarize(rest);
-  if (args[0] == "merge") return Merge(rest);
-  if (args[0] == "view") return View(rest);
-  std::cerr << "rill trace: unknown subcommand '" << args[0] << "'\n" << kUsage;
-  return kExitUsage;
+Command AddTraceCommand(CLI::App& rill) {
+  CLI::App* app = rill.add_subcommand("trace", "read trace files: summarize, merge, view")
+                      ->require_subcommand(1);
+  app->footer("Trace files come from rill train --trace, rill run --trace or RILL_TRACE=FILE.");
+
+  auto summarize = std::make_shared<SummarizeFlags>();
+  CLI::App* summarize_app =
+      app->add_subcommand("summarize", "busy lanes, messages, waits, top ops, critical path");
+  summarize_app->add_option("FILE", summarize->file, "a trace file")->required();
+  summarize_app->add_flag("--json", summarize->json,
+                          "one JSON object (keys: tools/rill/trace_summary.h)");
+  summarize_app->add_option("--graph", summarize->graph, "the graph of rill.graphs")
+      ->type_name("G")
+      ->check(AtLeast(0))
+      ->default_str("0");
+  summarize_app->add_option("--iteration", summarize->iteration, "the iteration")
+      ->type_name("N")
+      ->check(AtLeast(0))
+      ->default_str("the one of median duration");
+  summarize_app
+      ->add_option("--top", summarize->top, "lanes and op types to list (--json lists every lane)")
+      ->type_name("K")
+      ->check(AtLeast(1));
+  summarize_app->add_flag("--graph-edges-only", summarize->edges_only,
+                          "the critical path follows the graph's edges only (the data\n"
+                          "dependencies, without the streams' order)");
+  summarize_app->footer(
+      "Per lane (actor): busy time (its kernels, merged) and utilisation over the\n"
+      "trace's span; per stream: kernel time. Messages by kind (count, bytes),\n"
+      "waits by place and kind, the top ops by kernel time, and the critical path\n"
+      "of one iteration of a graph: from the op that ended last, back to whatever\n"
+      "held it back last — the predecessor along the graph's edges that ended\n"
+      "last, or the op before it on its stream when that one ended later (a\n"
+      "stream runs one op at a time, so it can hold back a ready op) — with each\n"
+      "op's wait.");
+
+  auto merge = std::make_shared<MergeFlags>();
+  CLI::App* merge_app =
+      app->add_subcommand("merge", "merge trace files of several processes, clocks aligned");
+  merge_app->add_option("OUT", merge->out, "the merged trace")->required();
+  merge_app->add_option("IN", merge->inputs, "the traces to merge")->required()->default_str("");
+  merge_app->footer(
+      "Writes one trace holding the inputs' events on one time axis (each file's\n"
+      "rill.clock), with pids, tids, graph ids and flow ids shifted apart and\n"
+      "process names prefixed with the input's rill.node.");
+
+  auto view = std::make_shared<ViewFlags>();
+  CLI::App* view_app =
+      app->add_subcommand("view", "the trace as a self-contained HTML page (the visualizer)");
+  view_app->add_option("FILE", view->file, "a trace file")->required();
+  view_app->add_option("--out", view->out, "the page")
+      ->type_name("HTML")
+      ->default_str("FILE with the extension .html");
+  view_app
+      ->add_option("--template", view->template_path,
+                   "the built visualizer page (default: $RILL_VISUALIZER_HTML, else\n"
+                   "the build's tools/visualizer/index.html, made by\n"
+                   "`cmake --build build --target visualizer`)")
+      ->type_name("PATH");
+  view_app->footer("Writes the visualizer page with the trace embedded and prints its path.");
+
+  return {app, [=] {
+            if (summarize_app->parsed()) return Summarize(*summarize);
+            if (merge_app->parsed()) return Merge(*merge);
+            return View(*view);
+          }};
 }
 
 }  // namespace rill::cli

@@ -33,43 +33,6 @@
 namespace rill::cli {
 namespace {
 
-constexpr const char* kUsage = R"(usage: rill train [flags]
-  --model mlp|cnn|linreg   model (default mlp: 784-256-128-10, ReLU)
-  --epochs N               passes over the 60k training images (default 5)
-  --batch N                batch size (default 64)
-  --lr X                   learning rate (default 1e-3)
-  --optimizer sgd|momentum|adam   (default adam)
-  --seed N                 seed for initialisation and shuffling (default 0)
-  --max-steps N            stop each epoch after N steps (default: whole epoch)
-  --data DIR               IDX files (default /usr/share/datasets/fashion-mnist)
-  --executor actor|sequential   the actor executor (default) or the reference
-  --places P               cpu (default) or cpu:N: N replicas, each on a slice of the batch;
-                           cuda:0[,cuda:1...] GPUs; acpu:0[,acpu:1...] the asynchronous CPU device
-  --strategy allreduce|reduce   how replicas merge gradients (default allreduce)
-  --gradient-compression none|int8|int4   quantize gradients of 4096 elements or more
-                           for the merge between places and the push to parameter
-                           servers, with error feedback (default none)
-  --threads N              threads running ops in the actor executor (default: one per place)
-  --blas-threads N         OpenBLAS threads (default: cores / --threads)
-  --input pipeline|preloaded   stream training batches through the input pipeline
-                           (default: decoded on their own threads, prefetched per
-                           place, taken by a read op) or feed them from the whole
-                           set decoded in memory (the default on acpu and cuda places)
-  --decode-threads N       pipeline decode threads (default 1)
-  --prefetch N             batches buffered per place by the pipeline (default 2)
-  --save FILE              write a checkpoint of all persistable variables at the end
-  --resume FILE            start from a checkpoint written by --save
-  --json                   one JSON object per epoch on stdout
-  --trace FILE             record training steps of the actor executor and write them
-                           as a Chrome trace (Perfetto, `rill trace summarize|view`)
-  --trace-skip N           steps run before recording starts (default 5: warm-up)
-  --trace-steps N          steps recorded (default 20)
-A trainer of a distributed job (--role trainer; see rill launch) builds the
-same model with its optimizer in a placeable block, transpiles it for
---pservers, pulls the parameters, then trains on its share of each global
-batch (--batch images per trainer; --input preloaded):
-)";
-
 struct TrainOptions {
   std::string model = "mlp";
   int epochs = 5;
@@ -444,59 +407,22 @@ int Train(const TrainOptions& opt) {
   return 0;
 }
 
-}  // namespace
-
-int TrainCommand(const std::vector<std::string>& args) {
-  TrainOptions opt;
-  Flags flags("rill train", std::string(kUsage) + kRoleFlagsUsage);
-  flags.String("--model", &opt.model);
-  flags.Int("--epochs", &opt.epochs);
-  flags.Int("--batch", &opt.batch);
-  flags.Double("--lr", &opt.lr);
-  flags.String("--optimizer", &opt.optimizer);
-  flags.Uint64("--seed", &opt.seed);
-  flags.Int64("--max-steps", &opt.max_steps);
-  flags.String("--data", &opt.data);
-  flags.String("--executor", &opt.executor);
-  flags.String("--places", &opt.places);
-  flags.String("--strategy", &opt.strategy);
-  flags.String("--gradient-compression", &opt.gradient_compression);
-  flags.Int("--threads", &opt.threads);
-  flags.Int("--blas-threads", &opt.blas_threads);
-  flags.String("--save", &opt.save);
-  flags.String("--resume", &opt.resume);
-  flags.Bool("--json", &opt.json);
-  flags.String("--input", &opt.input);
-  flags.Int("--decode-threads", &opt.decode_threads);
-  flags.Int("--prefetch", &opt.prefetch);
-  flags.String("--trace", &opt.trace);
-  flags.Int64("--trace-skip", &opt.trace_skip);
-  flags.Int64("--trace-steps", &opt.trace_steps);
-  opt.role.Bind(flags);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  if (std::string error = opt.role.FromEnvironment(); !error.empty()) {
-    return flags.UsageError(error);
-  }
-  if (opt.role.role == "pserver") return flags.UsageError("a parameter server runs rill pserver");
+// What the flags cannot check one by one: their combinations, and the input's default.
+void CheckTrainOptions(TrainOptions& opt) {
+  opt.role.Check();
+  if (opt.role.role == "pserver") throw UsageError("a parameter server runs rill pserver");
   if (opt.role.role == "trainer") {
     if (opt.role.trainers < 1 || opt.role.trainer_id < 0 ||
         opt.role.trainer_id >= opt.role.trainers || opt.role.PserverList().empty()) {
-      return flags.UsageError(
-          "a trainer needs --trainers N >= 1, --trainer-id in [0, N) and --pservers");
+      throw UsageError("a trainer needs --trainers N >= 1, --trainer-id in [0, N) and --pservers");
     }
     if (opt.executor != "actor" || opt.places != "cpu") {
-      return flags.UsageError("a trainer runs the actor executor on one place (--places cpu)");
+      throw UsageError("a trainer runs the actor executor on one place (--places cpu)");
     }
     opt.input = "preloaded";  // rows of each global batch by trainer id
   }
   if (!opt.trace.empty() && opt.executor != "actor") {
-    return flags.UsageError("--trace records the actor executor (--executor actor)");
-  }
-  if (opt.trace_skip < 0 || opt.trace_steps < 1) {
-    return flags.UsageError("--trace-skip must be >= 0 and --trace-steps >= 1");
-  }
-  if (opt.executor != "actor" && opt.executor != "sequential") {
-    return flags.UsageError("--executor must be actor or sequential");
+    throw UsageError("--trace records the actor executor (--executor actor)");
   }
   // The pipeline's read op is a blocking op: it runs on the CPU place, so
   // device places are fed by the driver.
@@ -507,29 +433,86 @@ int TrainCommand(const std::vector<std::string>& args) {
     // a bad --places is reported where the places are used
   }
   if (opt.input.empty()) opt.input = device_places ? "preloaded" : "pipeline";
-  if (opt.input != "pipeline" && opt.input != "preloaded") {
-    return flags.UsageError("--input must be pipeline or preloaded");
-  }
   if (opt.input == "pipeline" && device_places) {
-    return flags.UsageError("--input pipeline needs CPU places (its read op runs on the host); " +
-                            opt.places + " takes batches fed by the driver: --input preloaded");
+    throw UsageError("--input pipeline needs CPU places (its read op runs on the host); " +
+                     opt.places + " takes batches fed by the driver: --input preloaded");
   }
-  if (opt.decode_threads < 1 || opt.prefetch < 0) {
-    return flags.UsageError("--decode-threads must be >= 1 and --prefetch >= 0");
-  }
-  if (opt.strategy != "allreduce" && opt.strategy != "reduce") {
-    return flags.UsageError("--strategy must be allreduce or reduce");
-  }
-  if (opt.gradient_compression != "none" && opt.gradient_compression != "int8" &&
-      opt.gradient_compression != "int4") {
-    return flags.UsageError("--gradient-compression must be none, int8 or int4");
-  }
-  if (opt.epochs < 1 || opt.batch < 1 || opt.threads < 0 || !(opt.lr > 0)) {
-    std::cerr << "rill train: --epochs and --batch must be >= 1, --threads >= 0 and --lr > 0\n"
-              << kUsage;
-    return 2;
-  }
-  return Train(opt);
+}
+
+}  // namespace
+
+Command AddTrainCommand(CLI::App& rill) {
+  auto opt = std::make_shared<TrainOptions>();
+  CLI::App* app = rill.add_subcommand("train", "train a Fashion-MNIST classifier");
+  app->add_option("--model", opt->model, "mlp (784-256-128-10, ReLU), cnn or linreg");
+  app->add_option("--epochs", opt->epochs, "passes over the 60k training images")
+      ->type_name("N")
+      ->check(AtLeast(1));
+  app->add_option("--batch", opt->batch, "batch size")->type_name("N")->check(AtLeast(1));
+  app->add_option("--lr", opt->lr, "learning rate")->type_name("X")->check(Positive());
+  app->add_option("--optimizer", opt->optimizer, "sgd, momentum or adam");
+  app->add_option("--seed", opt->seed, "seed for initialisation and shuffling")
+      ->type_name("N")
+      ->check(NonNegative());
+  app->add_option("--max-steps", opt->max_steps, "stop each epoch after N steps")
+      ->type_name("N")
+      ->default_str("whole epoch");
+  app->add_option("--data", opt->data, "IDX files")->type_name("DIR");
+  app->add_option("--executor", opt->executor, "the actor executor or the reference")
+      ->check(CLI::IsMember({"actor", "sequential"}));
+  app->add_option("--places", opt->places,
+                  "cpu or cpu:N: N replicas, each on a slice of the batch;\n"
+                  "cuda:0[,cuda:1...] GPUs; acpu:0[,acpu:1...] the asynchronous CPU device")
+      ->type_name("P");
+  app->add_option("--strategy", opt->strategy, "how replicas merge gradients")
+      ->check(CLI::IsMember({"allreduce", "reduce"}));
+  app->add_option("--gradient-compression", opt->gradient_compression,
+                  "quantize gradients of 4096 elements or more for the merge between\n"
+                  "places and the push to parameter servers, with error feedback")
+      ->check(CLI::IsMember({"none", "int8", "int4"}));
+  app->add_option("--threads", opt->threads,
+                  "threads running ops in the actor executor (0: one per place)")
+      ->type_name("N")
+      ->check(AtLeast(0));
+  app->add_option("--blas-threads", opt->blas_threads, "OpenBLAS threads (0: cores / --threads)")
+      ->type_name("N");
+  app->add_option("--input", opt->input,
+                  "stream training batches through the input pipeline (decoded on\n"
+                  "their own threads, prefetched per place, taken by a read op) or feed\n"
+                  "them from the whole set decoded in memory (default: pipeline;\n"
+                  "preloaded on acpu and cuda places)")
+      ->check(CLI::IsMember({"pipeline", "preloaded"}));
+  app->add_option("--decode-threads", opt->decode_threads, "pipeline decode threads")
+      ->type_name("N")
+      ->check(AtLeast(1));
+  app->add_option("--prefetch", opt->prefetch, "batches buffered per place by the pipeline")
+      ->type_name("N")
+      ->check(AtLeast(0));
+  app->add_option("--save", opt->save, "write a checkpoint of all persistable variables at the end")
+      ->type_name("FILE");
+  app->add_option("--resume", opt->resume, "start from a checkpoint written by --save")
+      ->type_name("FILE");
+  app->add_flag("--json", opt->json, "one JSON object per epoch on stdout");
+  app->add_option("--trace", opt->trace,
+                  "record training steps of the actor executor and write them as a\n"
+                  "Chrome trace (Perfetto, `rill trace summarize|view`)")
+      ->type_name("FILE");
+  app->add_option("--trace-skip", opt->trace_skip, "steps run before recording starts (warm-up)")
+      ->type_name("N")
+      ->check(AtLeast(0));
+  app->add_option("--trace-steps", opt->trace_steps, "steps recorded")
+      ->type_name("N")
+      ->check(AtLeast(1));
+  opt->role.Bind(*app);
+  app->footer(
+      "A trainer of a distributed job (--role trainer; see rill launch) builds the\n"
+      "same model with its optimizer in a placeable block, transpiles it for\n"
+      "--pservers, pulls the parameters, then trains on its share of each global\n"
+      "batch (--batch images per trainer; --input preloaded).");
+  return {app, [opt] {
+            CheckTrainOptions(*opt);
+            return Train(*opt);
+          }};
 }
 
 }  // namespace rill::cli

@@ -19,70 +19,36 @@
 namespace rill::cli {
 namespace {
 
-constexpr const char* kUsage =
-    R"(usage: rill transpile (FILE --startup FILE | --model NAME) --pservers HOST:PORT,...
-                      [--trainers N] [--async] --out DIR
-  Splits a program whose optimizer is a placeable block (one placeable_block
-  op) over parameter servers: each parameter, or row slice of a large one,
-  goes to one server, largest first to the least loaded. Writes
-  DIR/trainer.main.pbtxt, DIR/trainer.startup.pbtxt and, per server i,
-  DIR/pserver<i>.main.pbtxt and DIR/pserver<i>.startup.pbtxt, then prints
-  where each parameter went.
-  FILE, --startup FILE     the main and startup programs to split
-  --model mlp|cnn|linreg   or build a Fashion-MNIST classifier (as rill train
-                           does) with its optimizer in a placeable block:
-    --optimizer sgd|momentum|adam   (default adam)
-    --lr X                 learning rate (default 1e-3)
-    --seed N               seed of the initialisers (default 0)
-  --pservers LIST          the servers' endpoints, comma-separated
-  --trainers N             trainers that push to every server (default 1)
-  --async                  servers apply each push as it arrives (default: sync)
-  --min-slice-rows N       rows a slice keeps at least (default 8)
-  --min-slice-elements N   elements a parameter needs to be sliced, and a slice
-                           keeps at least (default 8192)
-  --out DIR                where the programs go (created if missing)
-)";
-
-}  // namespace
-
-int TranspileCommand(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  std::string startup_file, model, optimizer = "adam", pservers, out;
+struct TranspileFlags {
+  std::string file;
+  std::string startup;
+  std::string model;
+  std::string optimizer = "adam";
   double lr = 1e-3;
   uint64_t seed = 0;
+  std::string pservers;
   bool async = false;
+  std::string out;
   TranspileOptions options;
-  Flags flags("rill transpile", kUsage);
-  flags.Positional("FILE", &files, 0, 1);
-  flags.String("--startup", &startup_file);
-  flags.String("--model", &model);
-  flags.String("--optimizer", &optimizer);
-  flags.Double("--lr", &lr);
-  flags.Uint64("--seed", &seed);
-  flags.String("--pservers", &pservers);
-  flags.Int("--trainers", &options.trainers);
-  flags.Bool("--async", &async);
-  flags.Int64("--min-slice-rows", &options.min_slice_rows);
-  flags.Int64("--min-slice-elements", &options.min_slice_elements);
-  flags.String("--out", &out);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  if (files.empty() == model.empty()) return flags.UsageError("give a program FILE or --model");
-  if (!files.empty() && startup_file.empty()) return flags.UsageError("FILE needs --startup FILE");
-  if (pservers.empty()) return flags.UsageError("--pservers is required");
-  if (out.empty()) return flags.UsageError("--out is required");
-  if (lr <= 0) return flags.UsageError("--lr must be > 0");
-  options.pservers = SplitCommas(pservers);
-  options.sync_mode = !async;
+};
+
+int Split(const TranspileFlags& flags) {
+  if (flags.file.empty() == flags.model.empty()) throw UsageError("give a program FILE or --model");
+  if (!flags.file.empty() && flags.startup.empty()) throw UsageError("FILE needs --startup FILE");
+  TranspileOptions options = flags.options;
+  options.pservers = SplitCommas(flags.pservers);
+  options.sync_mode = !flags.async;
+  const std::string& out = flags.out;
 
   proto::ProgramDesc main, startup;
-  if (model.empty()) {
-    main = LoadProgram(files[0]);
-    startup = LoadProgram(startup_file);
+  if (flags.model.empty()) {
+    main = LoadProgram(flags.file);
+    startup = LoadProgram(flags.startup);
   } else {
     Program main_program, startup_program;
-    Builder builder(&main_program, &startup_program, seed);
-    const Classifier classifier = BuildClassifier(builder, model);
-    MakeOptimizer(optimizer, static_cast<float>(lr))
+    Builder builder(&main_program, &startup_program, flags.seed);
+    const Classifier classifier = BuildClassifier(builder, flags.model);
+    MakeOptimizer(flags.optimizer, static_cast<float>(flags.lr))
         ->set_placeable(true)
         .Minimize(builder, classifier.loss);
     main = main_program.desc();
@@ -105,6 +71,50 @@ int TranspileCommand(const std::vector<std::string>& args) {
   std::cout << result.Summary();
   std::cout << "wrote " << written.size() << " programs to " << out << "\n";
   return kExitOk;
+}
+
+}  // namespace
+
+Command AddTranspileCommand(CLI::App& rill) {
+  auto flags = std::make_shared<TranspileFlags>();
+  CLI::App* app = rill.add_subcommand(
+      "transpile", "split a program over parameter servers (writes their programs)");
+  app->add_option("FILE", flags->file, "the main program to split (with --startup)")
+      ->default_str("");
+  app->add_option("--startup", flags->startup, "its startup program")->type_name("FILE");
+  app->add_option("--model", flags->model,
+                  "mlp, cnn or linreg: or build a Fashion-MNIST classifier (as rill\n"
+                  "train does) with its optimizer in a placeable block")
+      ->type_name("NAME");
+  app->add_option("--optimizer", flags->optimizer, "with --model: sgd, momentum or adam");
+  app->add_option("--lr", flags->lr, "with --model: the learning rate")
+      ->type_name("X")
+      ->check(Positive());
+  app->add_option("--seed", flags->seed, "with --model: the seed of the initialisers")
+      ->type_name("N")
+      ->check(NonNegative());
+  app->add_option("--pservers", flags->pservers, "the servers' endpoints, comma-separated")
+      ->type_name("HOST:PORT,...")
+      ->required();
+  app->add_option("--trainers", flags->options.trainers, "trainers that push to every server")
+      ->type_name("N");
+  app->add_flag("--async", flags->async, "servers apply each push as it arrives (default: sync)");
+  app->add_option("--min-slice-rows", flags->options.min_slice_rows, "rows a slice keeps at least")
+      ->type_name("N");
+  app->add_option("--min-slice-elements", flags->options.min_slice_elements,
+                  "elements a parameter needs to be sliced, and a slice keeps at least")
+      ->type_name("N");
+  app->add_option("--out", flags->out, "where the programs go (created if missing)")
+      ->type_name("DIR")
+      ->required();
+  app->footer(
+      "Splits a program whose optimizer is a placeable block (one placeable_block\n"
+      "op) over parameter servers: each parameter, or row slice of a large one,\n"
+      "goes to one server, largest first to the least loaded. Writes\n"
+      "DIR/trainer.main.pbtxt, DIR/trainer.startup.pbtxt and, per server i,\n"
+      "DIR/pserver<i>.main.pbtxt and DIR/pserver<i>.startup.pbtxt, then prints\n"
+      "where each parameter went.");
+  return {app, [flags] { return Split(*flags); }};
 }
 
 }  // namespace rill::cli

@@ -1,5 +1,6 @@
 // rill validate: checks a program file the way the executor does before a run.
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,30 +11,27 @@
 #include "tools/rill/flags.h"
 
 namespace rill::cli {
-namespace {
 
-constexpr const char* kUsage = R"(usage: rill validate FILE
-  Parses and validates a program: op types, slots, declared variables,
-  attribute types and ranges, shapes by inference, sub-block indices.
-  Prints "ok" and exits 0, or prints the first problem (block, op index,
-  op type, variable) and exits 1.
-)";
-
-}  // namespace
-
-int ValidateCommand(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  Flags flags("rill validate", kUsage);
-  flags.Positional("FILE", &files, 1, 1);
-  if (int rc = flags.Parse(args); rc >= 0) return rc;
-  const proto::ProgramDesc program = LoadProgram(files[0]);
-  try {
-    Validate(program);
-  } catch (const Error& e) {
-    throw Error(e.code(), files[0] + ": " + e.message());
-  }
-  std::cout << "ok\n";
-  return kExitOk;
+Command AddValidateCommand(CLI::App& rill) {
+  auto file = std::make_shared<std::string>();
+  CLI::App* app =
+      rill.add_subcommand("validate", "check a program; prints \"ok\" or the first problem");
+  app->add_option("FILE", *file, "a program file")->required();
+  app->footer(
+      "Parses and validates a program: op types, slots, declared variables,\n"
+      "attribute types and ranges, shapes by inference, sub-block indices.\n"
+      "Prints \"ok\" and exits 0, or prints the first problem (block, op index,\n"
+      "op type, variable) and exits 1.");
+  return {app, [file] {
+            const proto::ProgramDesc program = LoadProgram(*file);
+            try {
+              Validate(program);
+            } catch (const Error& e) {
+              throw Error(e.code(), *file + ": " + e.message());
+            }
+            std::cout << "ok\n";
+            return kExitOk;
+          }};
 }
 
 }  // namespace rill::cli
