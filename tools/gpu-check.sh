@@ -56,7 +56,7 @@ run_tests "device protocol tests" -R "AsyncCpuStream|DevicePlace"
 # test accuracies must agree within a point (GEMMs round differently).
 data=${RILL_DATA:-/usr/share/datasets/fashion-mnist}
 rill="$build_dir/tools/rill/rill"
-accuracy() { sed -n 's/.*"test_accuracy": \([0-9.]*\).*/\1/p' | tail -1; }
+accuracy() { sed -n 's/.*"test_accuracy": *\([0-9.]*\).*/\1/p' | tail -1; }
 for model in mlp cnn; do
   echo "== train $model on cuda:0 and on the CPU"
   if [[ ! -d "$data" ]]; then

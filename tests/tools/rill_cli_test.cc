@@ -163,7 +163,7 @@ TEST_F(RillCliTest, TrainWithThePipelineMatchesPreloadedData) {
     const Result r = Rill({"train", "--epochs", "2", "--max-steps", "30", "--places", "cpu:2",
                            "--json", "--input", i == 0 ? "pipeline" : "preloaded"});
     ASSERT_EQ(r.status, 0) << r.output;
-    for (const char* key : {"\"train_loss\": ", "\"test_accuracy\": "}) {
+    for (const char* key : {"\"train_loss\":", "\"test_accuracy\":"}) {
       for (size_t at = r.output.find(key); at != std::string::npos;
            at = r.output.find(key, at + 1)) {
         losses[i] += r.output.substr(at, r.output.find(',', at) - at) + "; ";
@@ -179,8 +179,8 @@ TEST_F(RillCliTest, TrainWithThePipelineMatchesPreloadedData) {
         }
         return sum;
       };
-      EXPECT_EQ(total("\"input_batches\": "), 2 * 30 * 2) << r.output;
-      EXPECT_EQ(total("\"input_ready\": ") + total("\"input_waited\": "), 2 * 30 * 2) << r.output;
+      EXPECT_EQ(total("\"input_batches\":"), 2 * 30 * 2) << r.output;
+      EXPECT_EQ(total("\"input_ready\":") + total("\"input_waited\":"), 2 * 30 * 2) << r.output;
     }
   }
   EXPECT_FALSE(losses[0].empty());
@@ -264,7 +264,7 @@ TEST_F(RillCliTest, DevicePlacesTrainOnPreloadedBatches) {
                             : Rill({"train", "--model", "mlp", "--places", "acpu:0,acpu:1",
                                     "--epochs", "1", "--max-steps", "5", "--json"});
     ASSERT_EQ(r.status, 0) << r.output;
-    const size_t at = r.output.find("\"test_loss\": ");
+    const size_t at = r.output.find("\"test_loss\":");
     ASSERT_NE(at, std::string::npos) << r.output;
     loss[i] = r.output.substr(at, r.output.find(',', at) - at);
   }

@@ -3,9 +3,11 @@
 // flow graph, all calling the same kernels, in one process.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -135,6 +137,12 @@ struct DagFlags {
   bool json = false;
 };
 
+// `value` rounded to `decimals` places, for the JSON lines.
+double Round(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
+}
+
 int DagBench(const DagFlags& flags) {
   const std::vector<int> threads = ParseThreads(flags.threads);
   std::vector<std::string> shapes = {flags.shape};
@@ -149,12 +157,15 @@ int DagBench(const DagFlags& flags) {
       const DagResult r =
           MeasureDag(s, flags.nodes > 0 ? flags.nodes : DefaultNodes(s), t, flags.repeat);
       if (flags.json) {
-        std::printf(
-            "{\"shape\": \"%s\", \"nodes\": %lld, \"threads\": %d, \"build_ms\": %.1f, "
-            "\"sequential_ns_per_node\": %.1f, \"actor_ns_per_node\": %.1f, "
-            "\"tbb_ns_per_node\": %.1f, \"actor_over_tbb\": %.3f}\n",
-            r.shape.c_str(), static_cast<long long>(r.nodes), r.threads, r.build_ms,
-            r.sequential_ns, r.actor_ns, r.tbb_ns, r.actor_ns / r.tbb_ns);
+        const nlohmann::ordered_json line = {{"shape", r.shape},
+                                             {"nodes", r.nodes},
+                                             {"threads", r.threads},
+                                             {"build_ms", Round(r.build_ms, 1)},
+                                             {"sequential_ns_per_node", Round(r.sequential_ns, 1)},
+                                             {"actor_ns_per_node", Round(r.actor_ns, 1)},
+                                             {"tbb_ns_per_node", Round(r.tbb_ns, 1)},
+                                             {"actor_over_tbb", Round(r.actor_ns / r.tbb_ns, 3)}};
+        std::printf("%s\n", line.dump().c_str());
       } else {
         std::printf("%-7s %7lld %7d %10.1f %12.1f %12.1f %12.1f %10.3f\n", r.shape.c_str(),
                     static_cast<long long>(r.nodes), r.threads, r.build_ms, r.sequential_ns,

@@ -191,8 +191,14 @@ void MergeTraceFiles(const std::string& out_path, const std::vector<std::string>
   std::ofstream out(out_path, std::ios::binary | std::ios::trunc);
   RILL_CHECK(out, kIo, out_path, ": cannot open for writing");
   // traceEvents first: some Perfetto versions stop reading at the first key they do not know.
-  out << "{\"traceEvents\":" << merged["traceEvents"].dump()
-      << ",\n\"rill\":" << merged["rill"].dump() << "}\n";
+  // One event a line, each serialized on its own: the file is never one string in memory.
+  out << "{\"traceEvents\":[";
+  bool first = true;
+  for (const json& event : merged["traceEvents"]) {
+    out << (first ? "\n" : ",\n") << event.dump();
+    first = false;
+  }
+  out << "\n],\n\"rill\":" << merged["rill"].dump() << "}\n";
   out.close();
   RILL_CHECK(out, kIo, out_path, ": write failed");
 }

@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
 #include <string>
@@ -153,6 +155,12 @@ Evaluation Evaluate(StepRunner& eval, const ImageDataset& test, const Classifier
   result.loss /= static_cast<double>(order.size());
   result.accuracy /= static_cast<double>(order.size());
   return result;
+}
+
+// `value` rounded to `decimals` places, for the JSON lines.
+double Round(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
 }
 
 // Peak resident memory of the process so far, in MiB.
@@ -363,26 +371,37 @@ int Train(const TrainOptions& opt) {
     if (opt.json) {
       const IterationStats stats =
           actor_step ? actor_step->executor().last_stats() : IterationStats{};
-      std::printf(
-          "{\"epoch\": %d, \"model\": \"%s\", \"executor\": \"%s\", \"places\": %zu, "
-          "\"strategy\": \"%s\", \"threads\": %d, \"steps\": %zu, \"train_loss\": %.6f, "
-          "\"test_loss\": %.6f, \"test_accuracy\": %.4f, \"samples_per_sec\": %.1f, "
-          "\"seconds\": %.3f, \"peak_rss_mib\": %.1f, \"peak_tensor_mib\": %.1f, "
-          "\"merges_per_step\": %d, "
-          "\"merges_overlapping_backward\": %d, \"gradient_compression\": \"%s\", "
-          "\"merge_raw_bytes_per_step\": %lld, \"merge_bytes_per_step\": %lld, "
-          "\"sent_raw_bytes_per_step\": %.0f, \"sent_bytes_per_step\": %.0f, "
-          "\"input\": \"%s\", \"input_batches\": %lld, "
-          "\"input_ready\": %lld, \"input_waited\": %lld, \"input_wait_ms\": %.3f}\n",
-          epoch, opt.model.c_str(), opt.executor.c_str(), places.size(), opt.strategy.c_str(),
-          threads, steps, train_loss, result.loss, result.accuracy, rate, seconds, PeakRssMiB(),
-          static_cast<double>(BufferPool::Instance().Stats().peak_in_use_bytes) / (1 << 20),
-          stats.collectives, stats.collectives_overlapping_backward,
-          opt.gradient_compression.c_str(), static_cast<long long>(stats.merge_bytes_raw),
-          static_cast<long long>(stats.merge_bytes), sent.raw_per_step, sent.per_step,
-          opt.input.c_str(), static_cast<long long>(input.batches),
-          static_cast<long long>(input.ready), static_cast<long long>(input.waited),
-          static_cast<double>(input.wait_ns) / 1e6);
+      // Rounded as the text output is: the lines stay short and comparable.
+      const nlohmann::ordered_json line = {
+          {"epoch", epoch},
+          {"model", opt.model},
+          {"executor", opt.executor},
+          {"places", places.size()},
+          {"strategy", opt.strategy},
+          {"threads", threads},
+          {"steps", steps},
+          {"train_loss", Round(train_loss, 6)},
+          {"test_loss", Round(result.loss, 6)},
+          {"test_accuracy", Round(result.accuracy, 4)},
+          {"samples_per_sec", Round(rate, 1)},
+          {"seconds", Round(seconds, 3)},
+          {"peak_rss_mib", Round(PeakRssMiB(), 1)},
+          {"peak_tensor_mib",
+           Round(static_cast<double>(BufferPool::Instance().Stats().peak_in_use_bytes) / (1 << 20),
+                 1)},
+          {"merges_per_step", stats.collectives},
+          {"merges_overlapping_backward", stats.collectives_overlapping_backward},
+          {"gradient_compression", opt.gradient_compression},
+          {"merge_raw_bytes_per_step", stats.merge_bytes_raw},
+          {"merge_bytes_per_step", stats.merge_bytes},
+          {"sent_raw_bytes_per_step", std::llround(sent.raw_per_step)},
+          {"sent_bytes_per_step", std::llround(sent.per_step)},
+          {"input", opt.input},
+          {"input_batches", input.batches},
+          {"input_ready", input.ready},
+          {"input_waited", input.waited},
+          {"input_wait_ms", Round(static_cast<double>(input.wait_ns) / 1e6, 3)}};
+      std::printf("%s\n", line.dump().c_str());
       std::fflush(stdout);
     } else {
       std::printf("epoch %d: train loss %.4f, test loss %.4f, test accuracy %.4f, %.0f samples/s\n",
