@@ -142,7 +142,7 @@ int RunCommand(const std::vector<std::string>& args) {
     ExecutionStrategy strategy;
     strategy.num_threads = threads;
     if (!trace_path.empty()) strategy.trace = std::make_shared<TraceRecorder>();
-    ParallelExecutor actors(main, {Place::Cpu()}, &scope, strategy);
+    ParallelExecutor actors(main, &scope, {.strategy = strategy});
     std::vector<Tensor> out = actors.Run(feeds, fetches);
     if (strategy.trace) {
       strategy.trace->WriteFile(trace_path);
