@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     rill::Scope actor_scope, reference_scope;
     rill::ExecutionStrategy strategy;
     strategy.num_threads = 2;
-    rill::ParallelExecutor actors(program.desc(), {rill::Place::Cpu()}, &actor_scope, strategy);
+    rill::ParallelExecutor actors(program.desc(), &actor_scope, {.strategy = strategy});
     const float by_actors = actors.Run({}, {"sum"})[0].data<float>()[0];
     const float by_reference =
         rill::Executor().Run(program.desc(), &reference_scope, {}, {"sum"})[0].data<float>()[0];

@@ -55,8 +55,8 @@ int main() {
   Executor().Run(startup.desc(), &scope);  // initialise parameters, once
   ExecutionStrategy strategy;
   strategy.num_threads = static_cast<int>(Env("THREADS", 1));
-  ParallelExecutor step(main.desc(), {Place::Cpu()}, &scope, strategy);  // spawned once
-  ParallelExecutor evaluate(eval.desc(), {Place::Cpu()}, &scope, strategy);
+  ParallelExecutor step(main.desc(), &scope, {.strategy = strategy});  // spawned once
+  ParallelExecutor evaluate(eval.desc(), &scope, {.strategy = strategy});
 
   std::vector<int64_t> order(static_cast<size_t>(train.size())),
       all(static_cast<size_t>(test.size()));

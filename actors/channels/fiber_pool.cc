@@ -4,13 +4,13 @@
 #include <boost/fiber/condition_variable.hpp>
 #include <boost/fiber/fiber.hpp>
 #include <boost/fiber/protected_fixedsize_stack.hpp>
-#include <cstdio>
 #include <deque>
 #include <exception>
 #include <mutex>
 #include <thread>
 
 #include "rill/error.h"
+#include "rill/log.h"
 
 // AddressSanitizer cannot follow Boost.Context's stack switches (Debian's
 // Boost is built without its sanitizer annotations): an exception thrown on a
@@ -51,11 +51,11 @@ FiberPool::FiberPool(Options options) : options_(options) {
 FiberPool::~FiberPool() { Shutdown(); }
 
 void FiberPool::Spawn(std::function<void()> fn) {
-  RILL_CHECK(!shut_down_.load(std::memory_order_acquire), kInternal,
+  RILL_CHECK(!shut_down_.load(std::memory_order_acquire), kCancelled,
              "the fiber pool is shut down: nothing more can be spawned");
   Worker& w = *workers_[next_.fetch_add(1, std::memory_order_relaxed) % workers_.size()];
   std::lock_guard<std::mutex> lock(w.mutex);
-  RILL_CHECK(!w.stopping, kInternal, "the fiber pool is shut down: nothing more can be spawned");
+  RILL_CHECK(!w.stopping, kCancelled, "the fiber pool is shut down: nothing more can be spawned");
   w.queue.push_back(std::move(fn));
   w.cv.notify_all();
 }
@@ -85,9 +85,9 @@ void FiberPool::Loop(const std::shared_ptr<Worker>& worker, size_t stack_bytes) 
         try {
           fn();
         } catch (const std::exception& e) {
-          std::fprintf(stderr, "rill: a fiber ended with an exception: %s\n", e.what());
+          Log(LogLevel::kError, "a fiber ended with an exception: ", e.what());
         } catch (...) {
-          std::fprintf(stderr, "rill: a fiber ended with an unknown exception\n");
+          Log(LogLevel::kError, "a fiber ended with an unknown exception");
         }
         std::lock_guard<std::mutex> guard(worker->mutex);
         --worker->live;
@@ -106,10 +106,9 @@ void FiberPool::Loop(const std::shared_ptr<Worker>& worker, size_t stack_bytes) 
     }
     // Stopping, nothing queued: wait for this thread's fibers.
     if (!w.cv.wait_for(lock, w.grace, [&w] { return w.live == 0; })) {
-      std::fprintf(stderr,
-                   "rill: %d fiber(s) still parked %lld ms after the fiber pool was shut down "
-                   "(waiting on a channel nobody closes?); leaving them to their thread\n",
-                   w.live, static_cast<long long>(w.grace.count()));
+      Log(LogLevel::kWarning, w.live, " fiber(s) still parked ", w.grace.count(),
+          " ms after the fiber pool was shut down (waiting on a channel nobody closes?); "
+          "leaving them to their thread");
       w.cv.wait(lock, [&w] { return w.live == 0; });
     }
     return;

@@ -8,7 +8,8 @@
 //
 // A Runtime owns one pool (runtime.h). Shutdown stops taking work and waits
 // for the fibers to finish; fibers still parked after the grace period are
-// reported on standard error and left to their thread, which is detached.
+// reported to the log sink (rill/log.h) and left to their thread, which is
+// detached.
 #pragma once
 
 #include <atomic>
@@ -35,8 +36,8 @@ class FiberPool {
   FiberPool& operator=(const FiberPool&) = delete;
 
   // Runs `fn` on a fiber of one of the threads. An exception escaping `fn` is
-  // reported on standard error (Rill's own fibers catch theirs). Throws
-  // kInternal after Shutdown.
+  // reported to the log sink (Rill's own fibers catch theirs). Throws
+  // kCancelled after Shutdown.
   void Spawn(std::function<void()> fn);
 
   // Fibers spawned and not yet finished.

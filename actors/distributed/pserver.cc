@@ -3,7 +3,6 @@
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <future>
-#include <iostream>
 #include <map>
 #include <mutex>
 #include <thread>
@@ -16,6 +15,7 @@
 #include "actors/executor/runtime_internals.h"
 #include "rill/error.h"
 #include "rill/executor.h"
+#include "rill/log.h"
 #include "rill/op_desc.h"
 #include "rill/runtime.h"
 #include "rill/scope.h"
@@ -148,11 +148,11 @@ struct ParameterServer::State {
   caf::actor actor;
   uint16_t port = 0;
 
-  void Log(const std::string& line) {
+  void Log(const std::string& line, LogLevel level = LogLevel::kInfo) {
     if (options.log) {
       options.log(line);
     } else {
-      std::cerr << "[" << name << "] " << line << std::endl;
+      rill::Log(level, name, ": ", line);
     }
   }
 
@@ -184,7 +184,7 @@ void Reply(caf::event_based_actor* self, const caf::actor& to, const proto::Wire
 
 // A trainer is gone: tell the others, end the serve with the reason.
 void FailServe(caf::event_based_actor* self, State& s, ErrorCode code, const std::string& why) {
-  s.Log(why);
+  s.Log(why, LogLevel::kError);
   for (auto& [id, trainer] : s.trainers) {
     if (!trainer.bye) Reply(self, trainer.link, WireError(StrCat(s.name, ": ", why)));
   }
@@ -269,7 +269,7 @@ void HandleHello(caf::event_based_actor* self, State& s, const caf::actor& link,
     refusal = StrCat("refused trainer ", id, ": that id is already connected");
   }
   if (!refusal.empty()) {
-    s.Log(refusal);
+    s.Log(refusal, LogLevel::kWarning);
     Reply(self, link, WireError(StrCat(s.name, " ", refusal)));
     return;
   }
@@ -320,7 +320,7 @@ void HandleMessage(caf::event_based_actor* self, State& s, const std::string& by
     }
   } catch (const Error& e) {
     // Rejected: say why to the sender, keep serving.
-    s.Log(StrCat("rejected a message from ", peer, ": ", e.what()));
+    s.Log(StrCat("rejected a message from ", peer, ": ", e.what()), LogLevel::kWarning);
     Reply(self, sender, WireError(StrCat(s.name, " rejected a message: ", e.what())));
   }
 }
@@ -364,7 +364,8 @@ caf::behavior ServerActor(caf::event_based_actor* self, std::shared_ptr<State> s
   self->set_default_handler(
       [state](caf::scheduled_actor*, caf::message_view& view) -> caf::result<caf::message> {
         state->Log(StrCat("dropped a message that is not a wire message: ",
-                          to_string(view.copy_content_to_message())));
+                          to_string(view.copy_content_to_message())),
+                   LogLevel::kWarning);
         return caf::sec::unexpected_message;
       });
   self->delayed_send(self, state->options.heartbeat, beat_atom::value);

@@ -10,7 +10,6 @@
 #include <caf/scoped_actor.hpp>
 #include <caf/sec.hpp>
 #include <caf/send.hpp>
-#include <iostream>
 #include <set>
 #include <utility>
 
@@ -18,6 +17,7 @@
 #include "actors/distributed/unique_id_atoms.h"
 #include "actors/executor/runtime_internals.h"
 #include "rill/error.h"
+#include "rill/log.h"
 
 namespace rill {
 namespace {
@@ -77,7 +77,7 @@ class UniqueIdServer : public caf::event_based_actor {
     return caf::make_error(caf::sec::invalid_argument, why);
   }
   void Log(const std::string& line) {
-    std::cerr << "rill: unique id server " << label_ << ": " << line << std::endl;
+    rill::Log(LogLevel::kWarning, "unique id server ", label_, ": ", line);
   }
 
   const std::string id_;

@@ -5,13 +5,11 @@
 
 namespace rill {
 
-ParallelExecutor::ParallelExecutor(const proto::ProgramDesc& program,
-                                   const std::vector<Place>& places, Scope* scope,
-                                   const ExecutionStrategy& strategy,
-                                   std::shared_ptr<Runtime> runtime, int block_index,
-                                   const BuildStrategy& build)
-    : runtime_(runtime ? std::move(runtime) : std::make_shared<Runtime>(strategy.num_threads)) {
-  graph_ = ActorGraph::Spawn(runtime_.get(), program, block_index, places, scope, strategy, build);
+ParallelExecutor::ParallelExecutor(const proto::ProgramDesc& program, Scope* scope, Options options)
+    : runtime_(options.runtime ? std::move(options.runtime)
+                               : std::make_shared<Runtime>(options.strategy.num_threads)) {
+  graph_ = ActorGraph::Spawn(runtime_.get(), program, options.block_index, options.places, scope,
+                             options.strategy, options.build);
 }
 
 ParallelExecutor::~ParallelExecutor() {

@@ -2,9 +2,9 @@
 
 #include <cstdlib>
 #include <fstream>
-#include <iostream>
 
 #include "rill/error.h"
+#include "rill/log.h"
 
 namespace rill {
 namespace {
@@ -81,9 +81,9 @@ std::shared_ptr<TraceRecorder> TraceRecorder::FromEnvironment() {
     std::atexit([] {
       try {
         at_exit->WriteFile(file);
-        std::cerr << "rill: trace written to " << file << "\n";
+        Log(LogLevel::kInfo, "trace written to ", file);
       } catch (const std::exception& e) {
-        std::cerr << "rill: " << e.what() << "\n";
+        Log(LogLevel::kError, e.what());
       }
     });
     return made;

@@ -142,7 +142,7 @@ int main(int argc, char** argv) try {
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
   strategy.trace = trace;
-  ParallelExecutor exe(main.desc(), ParsePlaces("cpu:2"), &scope, strategy);
+  ParallelExecutor exe(main.desc(), &scope, {.places = ParsePlaces("cpu:2"), .strategy = strategy});
 
   Blobs data(/*seed=*/1000 + static_cast<uint64_t>(step));
   double first = -1, last = 0;

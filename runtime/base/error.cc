@@ -13,6 +13,7 @@ const char* ErrorCodeName(ErrorCode code) {
     case ErrorCode::kIo: return "i/o error";
     case ErrorCode::kTimeout: return "timeout";
     case ErrorCode::kUnavailable: return "unavailable";
+    case ErrorCode::kCancelled: return "cancelled";
   }
   return "error";
 }

@@ -92,8 +92,9 @@ TEST(CompressedMergeTest, TheMergeSumsEachPlacesQuantizedGradientWithItsResidual
     // place 1 the rest, both on the 256-value grid the check quantizes on.
     BuildStrategy build = Compressing(kind);
     build.fuse_bytes = 0;
-    ParallelExecutor exe(main.desc(), {Place::Cpu(), Place::Cpu()}, &scope, TwoThreads(), nullptr,
-                         0, build);
+    ParallelExecutor exe(
+        main.desc(), &scope,
+        {.places = {Place::Cpu(), Place::Cpu()}, .strategy = TwoThreads(), .build = build});
     const std::string w = "fc_0.w";
     const int64_t n = scope.GetTensor(w).numel();
     std::vector<std::vector<float>> residual(2, std::vector<float>(static_cast<size_t>(n), 0.0f));
@@ -143,8 +144,9 @@ Trained Train(const BuildStrategy& build, int steps,
   Executor().Run(startup.desc(), &scope);
   BuildStrategy strategy = build;
   strategy.reduce = reduce;
-  ParallelExecutor exe(main.desc(), {Place::Cpu(), Place::Cpu()}, &scope, TwoThreads(), nullptr, 0,
-                       strategy);
+  ParallelExecutor exe(
+      main.desc(), &scope,
+      {.places = {Place::Cpu(), Place::Cpu()}, .strategy = TwoThreads(), .build = strategy});
   for (int s = 0; s < steps; ++s) exe.Run(Feeds(s, 16), {loss.name});
   Trained t;
   for (const auto& var : main.desc().blocks(0).vars()) {
@@ -215,8 +217,10 @@ TEST(CompressedMergeTest, SelectedRowsAreCompressedByValueAndKeepTheirRows) {
     Scope scope;
     Executor().Run(startup.desc(), &scope);
     const Tensor before = scope.GetTensor("embedding_0.w").Clone();
-    ParallelExecutor exe(main.desc(), {Place::Cpu(), Place::Cpu()}, &scope, TwoThreads(), nullptr,
-                         0, Compressing(kind, 100));
+    ParallelExecutor exe(main.desc(), &scope,
+                         {.places = {Place::Cpu(), Place::Cpu()},
+                          .strategy = TwoThreads(),
+                          .build = Compressing(kind, 100)});
     Tensor id(DataType::kInt64, {4, 1});
     for (int64_t i = 0; i < 4; ++i)
       id.mutable_data<int64_t>()[i] = std::vector<int64_t>{7, 3, 7, 40}[i];

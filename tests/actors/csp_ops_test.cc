@@ -29,7 +29,7 @@ std::vector<Tensor> RunOnce(Exec exec, const proto::ProgramDesc& program,
   strategy.num_threads = 2;
   if (watchdog.count() > 0) strategy.watchdog_timeout = watchdog;
   strategy.on_watchdog_report = [](const std::string&) {};
-  ParallelExecutor exe(program, {Place::Cpu()}, &scope, strategy);
+  ParallelExecutor exe(program, &scope, {.strategy = strategy});
   return exe.Run({}, fetches);
 }
 
@@ -193,7 +193,7 @@ TEST(CspActorTest, ShutdownReleasesParkedFibers) {
   std::future<std::vector<Tensor>> future;
   const auto start = Clock::now();
   {
-    ParallelExecutor exe(main.desc(), {Place::Cpu()}, &scope, strategy);
+    ParallelExecutor exe(main.desc(), &scope, {.strategy = strategy});
     future = exe.RunAsync({}, {});
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
@@ -207,7 +207,7 @@ TEST(CspActorTest, RepeatedIterationsReuseTheGraph) {
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
   const Program program = SumProgram(20, 2);
-  ParallelExecutor exe(program.desc(), {Place::Cpu()}, &scope, strategy);
+  ParallelExecutor exe(program.desc(), &scope, {.strategy = strategy});
   for (int i = 0; i < 50; ++i) EXPECT_EQ(exe.Run({}, {"sum"})[0].data<float>()[0], 210.0f);
 }
 

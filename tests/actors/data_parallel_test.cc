@@ -97,8 +97,9 @@ Trained Train(const Model& model, int places, ReduceStrategy reduce, int64_t bat
   BuildStrategy build;
   build.reduce = reduce;
   build.fuse_bytes = fuse_bytes;
-  ParallelExecutor exe(main.desc(), std::vector<Place>(places, Place::Cpu()), &scope, strategy,
-                       nullptr, 0, build);
+  ParallelExecutor exe(
+      main.desc(), &scope,
+      {.places = std::vector<Place>(places, Place::Cpu()), .strategy = strategy, .build = build});
   Trained t;
   for (int s = 0; s < steps; ++s) {
     t.losses.push_back(exe.Run(model.feeds(s, batch), {loss.name})[0].GetAsDouble(0));
@@ -188,7 +189,7 @@ TEST(DataParallelEdgeTest, SparseEmbeddingGradientsAreSelectedRowsAndTouchOnlyTh
   Scope scope;
   Executor().Run(startup.desc(), &scope);
   const Tensor before = scope.GetTensor("embedding_0.w").Clone();
-  ParallelExecutor exe(main.desc(), {Place::Cpu(), Place::Cpu()}, &scope);
+  ParallelExecutor exe(main.desc(), &scope, {.places = {Place::Cpu(), Place::Cpu()}});
   Tensor ids = testing::MakeTensor<int64_t>({4, 1}, {2, 5, 2, 9});
   exe.Run({{"ids", ids}, {"label", CyclicLabels(4, 0, 3)}}, {loss.name});
   const Tensor& after = scope.GetTensor("embedding_0.w");
@@ -253,7 +254,8 @@ TEST(DataParallelEdgeTest, AFailingPlaceFailsTheStepAndTheNextStepWorks) {
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
   strategy.watchdog_timeout = std::chrono::milliseconds(2000);
-  ParallelExecutor exe(main.desc(), {Place::Cpu(), Place::Cpu()}, &scope, strategy);
+  ParallelExecutor exe(main.desc(), &scope,
+                       {.places = {Place::Cpu(), Place::Cpu()}, .strategy = strategy});
   Tensor bad = RandomTensor({4, 4}, 9, 0, 1);
   bad.mutable_data<double>()[13] = -1;  // row 3: place 1's slice
   try {
@@ -280,8 +282,9 @@ TEST(DataParallelEdgeTest, MergesStartWhileBackwardStillRuns) {
   strategy.num_threads = 2;
   BuildStrategy build;
   build.fuse_bytes = 0;  // a merge per gradient
-  ParallelExecutor exe(main.desc(), {Place::Cpu(), Place::Cpu()}, &scope, strategy, nullptr, 0,
-                       build);
+  ParallelExecutor exe(
+      main.desc(), &scope,
+      {.places = {Place::Cpu(), Place::Cpu()}, .strategy = strategy, .build = build});
   exe.Run(Mlp().feeds(0, 8), {loss.name});
   const IterationStats stats = exe.last_stats();
   EXPECT_EQ(stats.collectives, 6);  // three fc layers, weight and bias each
@@ -296,7 +299,7 @@ TEST(DataParallelEdgeTest, FetchesAreMerged) {
   Var doubled = b.Scale(x, 2);
   Var total = b.Mean(doubled);
   Scope scope;
-  ParallelExecutor exe(main.desc(), std::vector<Place>(3, Place::Cpu()), &scope);
+  ParallelExecutor exe(main.desc(), &scope, {.places = std::vector<Place>(3, Place::Cpu())});
   EXPECT_EQ(exe.MergeFor(doubled.name), FetchMerge::kConcat);
   EXPECT_EQ(exe.MergeFor(total.name), FetchMerge::kMean);
   Tensor in = testing::MakeTensor<double>({5, 2}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10});

@@ -55,7 +55,8 @@ std::vector<Tensor> Train(const Config& setup) {
   build.fuse_bytes = setup.fuse_bytes;
   build.gradient_compression = setup.compression;
   build.compression_min_elements = 500;
-  ParallelExecutor exe(main.desc(), setup.places, &scope, strategy, nullptr, 0, build);
+  ParallelExecutor exe(main.desc(), &scope,
+                       {.places = setup.places, .strategy = strategy, .build = build});
   for (int step = 0; step < 12; ++step) {
     const Tensor x_value =
         RandomTensor({16, 20}, 300 + static_cast<uint64_t>(step), -1, 1, DataType::kFloat32);
@@ -142,7 +143,7 @@ TEST(DevicePlaceTest, AKernelFailingOnADeviceStreamFailsItsIterationOnly) {
   Executor().Run(startup.desc(), &scope);
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
-  ParallelExecutor exe(main.desc(), kAsync2, &scope, strategy);
+  ParallelExecutor exe(main.desc(), &scope, {.places = kAsync2, .strategy = strategy});
   Tensor bad = CyclicLabels(4, 0, 3);
   bad.mutable_data<int64_t>()[3] = 7;  // out of range, in place 1's rows
   const Tensor x_value = RandomTensor({4, 4}, 9, -1, 1, DataType::kFloat32);

@@ -168,7 +168,8 @@ std::vector<float> TrainLosses(bool reader, int places, bool actor) {
   std::unique_ptr<PreparedBlock> prepared;
   Executor reference;
   if (actor) {
-    actors = std::make_unique<ParallelExecutor>(m.main.desc(), where, &scope, strategy);
+    actors = std::make_unique<ParallelExecutor>(
+        m.main.desc(), &scope, ParallelExecutor::Options{.places = where, .strategy = strategy});
   } else {
     prepared = reference.Prepare(m.main.desc(), &scope);
   }
@@ -209,7 +210,7 @@ TEST(InputPipelineTest, ReadPastTheEndOfAnEpochIsEndOfData) {
   scope.Var("reader")->set_object(pipeline);
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
-  ParallelExecutor exe(m.main.desc(), {Place::Cpu()}, &scope, strategy);
+  ParallelExecutor exe(m.main.desc(), &scope, {.strategy = strategy});
   pipeline->StartEpoch(1);
   exe.Run({}, {m.loss.name});
   exe.Run({}, {m.loss.name});

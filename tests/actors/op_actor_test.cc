@@ -132,7 +132,7 @@ TEST_P(OpActorTest, KeepsStateAcrossStepsAndPublishesOnAChannel) {
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
   strategy.trace = trace;
-  ParallelExecutor exe(m.main.desc(), {Place::Cpu()}, &scope, strategy);
+  ParallelExecutor exe(m.main.desc(), &scope, {.strategy = strategy});
   std::vector<std::string> fetches = m.grads;
   fetches.push_back(m.norms.name);
   double pair_sum = 0;
@@ -182,7 +182,7 @@ TEST(OpActorErrorTest, AFailingActorFailsTheIterationNamingTheOp) {
     Model m;
     Scope scope;
     Executor().Run(m.startup.desc(), &scope);
-    ParallelExecutor exe(m.main.desc(), {Place::Cpu()}, &scope);
+    ParallelExecutor exe(m.main.desc(), &scope);
     for (int attempt = 0; attempt < 2; ++attempt) {  // the executor stays usable
       try {
         exe.Run(Batch(0), {m.loss.name});

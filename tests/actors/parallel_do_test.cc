@@ -62,7 +62,7 @@ TEST(ParallelDoTest, TrainsLikeThePlainProgram) {
       reference.Run(plain.startup.desc(), &plain_scope);
       reference.Run(parallel.startup.desc(), &parallel_scope);
       auto step = reference.Prepare(plain.main.desc(), &plain_scope);
-      ParallelExecutor exe(parallel.main.desc(), {Place::Cpu()}, &parallel_scope);
+      ParallelExecutor exe(parallel.main.desc(), &parallel_scope);
       for (int s = 0; s < 10; ++s) {
         const double want =
             reference.Run(*step, Batch(s, rows), {plain.loss.name})[0].GetAsDouble(0);

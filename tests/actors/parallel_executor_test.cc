@@ -59,7 +59,7 @@ TEST(ParallelExecutorTest, MlpTrainingMatchesReferenceBitForBit) {
     auto step = reference.Prepare(m.main.desc(), &ref_scope);
     ExecutionStrategy strategy;
     strategy.num_threads = threads;
-    ParallelExecutor exe(m.main.desc(), {Place::Cpu()}, &actor_scope, strategy);
+    ParallelExecutor exe(m.main.desc(), &actor_scope, {.strategy = strategy});
     for (int s = 0; s < 5; ++s) {
       auto want = reference.Run(*step, Batch(s), {m.loss.name, "fc_0.w"});
       auto got = exe.Run(Batch(s), {m.loss.name, "fc_0.w"});
@@ -142,7 +142,7 @@ TEST(ParallelExecutorErrorTest, ThrowingKernelFailsTheIterationAndTheNextRunWork
   Scope scope;
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
-  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope, strategy);
+  ParallelExecutor exe(p.main.desc(), &scope, {.strategy = strategy});
   try {
     exe.Run({{"x", Row(-1)}}, {p.y.name});
     FAIL() << "expected the kernel's error";
@@ -161,7 +161,7 @@ TEST(ParallelExecutorErrorTest, MissingFeedNamesTheFeedAndItsReader) {
   Pipeline p;
   BuildPipeline(&p);
   Scope scope;
-  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope);
+  ParallelExecutor exe(p.main.desc(), &scope);
   try {
     exe.Run({}, {p.y.name});
     FAIL() << "expected an error";
@@ -177,7 +177,7 @@ TEST(ParallelExecutorErrorTest, WrongFeedShapeTypeOrNameIsRejectedBeforeRunning)
   Pipeline p;
   BuildPipeline(&p);
   Scope scope;
-  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope);
+  ParallelExecutor exe(p.main.desc(), &scope);
   auto expect_error = [&](const FeedList& feeds, const std::vector<std::string>& fetches,
                           const std::string& part) {
     try {
@@ -227,7 +227,7 @@ TEST(ParallelExecutorErrorTest, DestroyingTheExecutorMidRunIsSafe) {
   {
     ExecutionStrategy strategy;
     strategy.num_threads = 2;
-    ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope, strategy);
+    ParallelExecutor exe(p.main.desc(), &scope, {.strategy = strategy});
     future = exe.RunAsync({{"x", Row(1)}}, {p.y.name});
   }  // destroyed while test_checked_copy sleeps
   ASSERT_EQ(future.wait_for(std::chrono::seconds(5)), std::future_status::ready);
@@ -237,7 +237,7 @@ TEST(ParallelExecutorErrorTest, DestroyingTheExecutorMidRunIsSafe) {
     EXPECT_NE(std::string(e.what()).find("shut down"), std::string::npos) << e.what();
   }
   // The process stays healthy: a new executor on the same scope works.
-  ParallelExecutor again(p.main.desc(), {Place::Cpu()}, &scope);
+  ParallelExecutor again(p.main.desc(), &scope);
   EXPECT_EQ(testing::ToDoubles(again.Run({{"x", Row(2)}}, {p.y.name})[0]),
             (std::vector<double>{4, 2, 4}));
 }
@@ -247,8 +247,8 @@ TEST(ParallelExecutorErrorTest, WatchdogReportsTheWaitingOpAndRunTimesOut) {
   BuildPipeline(&p);
   Scope scope;
   ReportLog log;
-  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope,
-                       log.Strategy(std::chrono::milliseconds(200)));
+  ParallelExecutor exe(p.main.desc(), &scope,
+                       {.strategy = log.Strategy(std::chrono::milliseconds(200))});
   exe.WithholdFeedsForTesting({"x"});
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -272,8 +272,8 @@ TEST(ParallelExecutorErrorTest, WatchdogCallsASlowKernelSlowNotStuck) {
   BuildPipeline(&p, /*sleep_ms=*/400);
   Scope scope;
   ReportLog log;
-  ParallelExecutor exe(p.main.desc(), {Place::Cpu()}, &scope,
-                       log.Strategy(std::chrono::milliseconds(100)));
+  ParallelExecutor exe(p.main.desc(), &scope,
+                       {.strategy = log.Strategy(std::chrono::milliseconds(100))});
   EXPECT_EQ(testing::ToDoubles(exe.Run({{"x", Row(1)}}, {p.y.name})[0]),
             (std::vector<double>{2, 2, 4}));
   EXPECT_NE(log.Text().find("running now"), std::string::npos) << log.Text();
@@ -290,7 +290,7 @@ TEST(ParallelExecutorTest, InferenceRunsSeveralIterationsInFlightTrainingOne) {
   strategy.max_iterations_in_flight = 4;
   Scope scope;
   Executor().Run(m.startup.desc(), &scope);
-  ParallelExecutor training(m.main.desc(), {Place::Cpu()}, &scope, strategy);
+  ParallelExecutor training(m.main.desc(), &scope, {.strategy = strategy});
   EXPECT_EQ(training.max_iterations_in_flight(), 1);
 
   // Forward only: no persistable is written, so iterations may overlap.
@@ -302,7 +302,7 @@ TEST(ParallelExecutorTest, InferenceRunsSeveralIterationsInFlightTrainingOne) {
   Executor reference;
   reference.Run(inference_startup.desc(), &inference_scope);
   reference.Run(inference_startup.desc(), &ref_scope);
-  ParallelExecutor exe(inference.desc(), {Place::Cpu()}, &inference_scope, strategy);
+  ParallelExecutor exe(inference.desc(), &inference_scope, {.strategy = strategy});
   EXPECT_EQ(exe.max_iterations_in_flight(), 4);
   std::vector<std::future<std::vector<Tensor>>> futures;
   std::vector<Tensor> inputs;

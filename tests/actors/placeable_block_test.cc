@@ -74,8 +74,9 @@ Trained Train(bool placeable, int places, ReduceStrategy reduce = ReduceStrategy
     strategy.num_threads = 2;
     BuildStrategy build;
     build.reduce = reduce;
-    ParallelExecutor actors(p.main.desc(), std::vector<Place>(places, Place::Cpu()), &scope,
-                            strategy, nullptr, 0, build);
+    ParallelExecutor actors(
+        p.main.desc(), &scope,
+        {.places = std::vector<Place>(places, Place::Cpu()), .strategy = strategy, .build = build});
     for (int s = 0; s < 4; ++s) {
       t.losses.push_back(actors.Run(Feeds(s, 8), {p.loss})[0].GetAsDouble(0));
     }

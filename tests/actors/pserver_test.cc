@@ -121,7 +121,7 @@ std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int 
   TrainerClient::Install(&scope, client);
   PullParameters(plan.trainer_main, *client, &scope);
   {
-    ParallelExecutor exe(plan.trainer_main, {Place::Cpu()}, &scope, ExecutionStrategy{}, runtime);
+    ParallelExecutor exe(plan.trainer_main, &scope, {.runtime = runtime});
     const int64_t rows = kBatch / trainers;
     for (int step = 1; step <= steps; ++step) {
       client->set_step(client->start_step() + step);

@@ -44,7 +44,7 @@ TEST_P(RandomProgramTest, ActorExecutorMatchesReferenceBitForBit) {
     InitState(p, &actor_scope);
     Executor reference;
     auto prepared = reference.Prepare(p.program, &ref_scope);
-    ParallelExecutor actors(p.program, {Place::Cpu()}, &actor_scope, strategy, runtime);
+    ParallelExecutor actors(p.program, &actor_scope, {.strategy = strategy, .runtime = runtime});
     for (size_t it = 0; it < p.feeds.size(); ++it) {
       const auto want = reference.Run(*prepared, p.feeds[it], p.fetches);
       const auto got = actors.Run(p.feeds[it], p.fetches);

@@ -151,7 +151,7 @@ TEST(TraceTest, AnIterationRecordsOneMessagePerEdgeAndOneKernelPerOp) {
   Scope scope;
   Executor().Run(m.startup.desc(), &scope);
   auto trace = std::make_shared<TraceRecorder>();
-  ParallelExecutor exe(m.main.desc(), {Place::Cpu()}, &scope, Traced(trace, 2));
+  ParallelExecutor exe(m.main.desc(), &scope, {.strategy = Traced(trace, 2)});
   constexpr int kIterations = 3;
   for (int i = 0; i < kIterations; ++i) exe.Run(Batch(i, 8), {m.loss.name});
   const json t = Export(*trace);
@@ -193,7 +193,8 @@ TEST(TraceTest, GradientMergesRecordChunksAndBarrierWaitsPerPlace) {
   Scope scope;
   Executor().Run(m.startup.desc(), &scope);
   auto trace = std::make_shared<TraceRecorder>();
-  ParallelExecutor exe(m.main.desc(), ParsePlaces("cpu:2"), &scope, Traced(trace, 2));
+  ParallelExecutor exe(m.main.desc(), &scope,
+                       {.places = ParsePlaces("cpu:2"), .strategy = Traced(trace, 2)});
   exe.Run(Batch(0, 8), {m.loss.name});
   exe.Run(Batch(1, 8), {m.loss.name});
   const json t = Export(*trace);
@@ -224,7 +225,7 @@ TEST(TraceTest, ChannelWaitsAreRecordedOnTheWaitingOp) {
   auto [value, ok] = b.ChannelRecv(done);
   Scope scope;
   auto trace = std::make_shared<TraceRecorder>();
-  ParallelExecutor exe(main.desc(), {Place::Cpu()}, &scope, Traced(trace, 2));
+  ParallelExecutor exe(main.desc(), &scope, {.strategy = Traced(trace, 2)});
   exe.Run({}, {value.name});
   const json t = Export(*trace);
   CheckFormat(t);
@@ -244,7 +245,7 @@ TEST(TraceTest, NothingIsRecordedWhileOff) {
   TraceRecorder::Options options;
   options.start_on = false;
   auto trace = std::make_shared<TraceRecorder>(options);
-  ParallelExecutor exe(m.main.desc(), {Place::Cpu()}, &scope, Traced(trace, 2));
+  ParallelExecutor exe(m.main.desc(), &scope, {.strategy = Traced(trace, 2)});
   exe.Run(Batch(0, 8), {m.loss.name});
   EXPECT_TRUE(trace->Events().empty());
   trace->Start();
@@ -290,7 +291,7 @@ TEST(TraceTest, ParallelDoBlocksTraceTheirPlacesUnderTheirOp) {
   Scope scope;
   Executor().Run(startup.desc(), &scope);
   auto trace = std::make_shared<TraceRecorder>();
-  ParallelExecutor exe(main.desc(), {Place::Cpu()}, &scope, Traced(trace, 2));
+  ParallelExecutor exe(main.desc(), &scope, {.strategy = Traced(trace, 2)});
   exe.Run({{"x", RandomTensor({6, 4}, 1)}}, {loss.name});
   const json t = Export(*trace);
   CheckFormat(t);

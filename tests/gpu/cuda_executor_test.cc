@@ -73,7 +73,7 @@ Trained Train(const Config& setup) {
   strategy.num_threads = setup.threads;
   strategy.blas_threads = 1;
   strategy.dependency_wait = setup.wait;
-  ParallelExecutor exe(main.desc(), setup.places, &scope, strategy);
+  ParallelExecutor exe(main.desc(), &scope, {.places = setup.places, .strategy = strategy});
   Trained out;
   const bool cuda = !setup.places[0].host_memory();
   for (int step = 0; step < 12; ++step) {

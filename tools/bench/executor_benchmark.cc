@@ -60,8 +60,8 @@ Result Measure(const Config& c, double seconds) {
     ExecutionStrategy strategy;
     strategy.num_threads = c.threads;
     strategy.blas_threads = c.blas_threads;
-    actors = std::make_unique<ParallelExecutor>(main.desc(), std::vector<Place>{Place::Cpu()},
-                                                &scope, strategy);
+    actors = std::make_unique<ParallelExecutor>(main.desc(), &scope,
+                                                ParallelExecutor::Options{.strategy = strategy});
   } else {
     SetBlasThreads(c.blas_threads);
     prepared = exe.Prepare(main.desc(), &scope);

@@ -52,7 +52,7 @@ Result Measure(const Place& place, const std::string& model_name, int batch, dou
   ExecutionStrategy strategy;
   strategy.num_threads = 2;
   strategy.blas_threads = 1;
-  ParallelExecutor exe(main.desc(), {place}, &scope, strategy);
+  ParallelExecutor exe(main.desc(), &scope, {.places = {place}, .strategy = strategy});
 
   constexpr int kBatches = 16, kWarmup = 20;
   const auto batches = bench::RandomBatches(model, batch, kBatches);

@@ -37,8 +37,10 @@ struct Trainer {
     strategy.num_threads = places;
     strategy.trace = std::move(trace);
     exe = std::make_unique<ParallelExecutor>(
-        main.desc(), ParsePlaces(places == 1 ? "cpu" : "cpu:" + std::to_string(places)), &scope,
-        strategy);
+        main.desc(), &scope,
+        ParallelExecutor::Options{
+            .places = ParsePlaces(places == 1 ? "cpu" : "cpu:" + std::to_string(places)),
+            .strategy = strategy});
     batches = bench::RandomBatches(model, batch, 16);
     for (int i = 0; i < 20; ++i) exe->Run(batches[i % 16], {model.loss.name});  // warm-up
   }

@@ -89,7 +89,7 @@ DagResult MeasureDag(const std::string& shape, int64_t nodes, int threads, int r
     strategy.num_threads = threads;
     strategy.blas_threads = 1;
     const auto start = Clock::now();
-    ParallelExecutor exe(program, {Place::Cpu()}, &scope, strategy);
+    ParallelExecutor exe(program, &scope, {.strategy = strategy});
     Measurement m;
     m.build_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
     m.ns_per_node = MedianSeconds(repeat, [&] { exe.Run({}); }) * 1e9 / n;

@@ -105,7 +105,7 @@ int Run(const RunFlags& flags) {
     ExecutionStrategy strategy;
     strategy.num_threads = flags.threads;
     if (!flags.trace.empty()) strategy.trace = std::make_shared<TraceRecorder>();
-    ParallelExecutor actors(main, {Place::Cpu()}, &scope, strategy);
+    ParallelExecutor actors(main, &scope, {.strategy = strategy});
     std::vector<Tensor> out = actors.Run(feeds, fetches);
     if (strategy.trace) {
       strategy.trace->WriteFile(flags.trace);

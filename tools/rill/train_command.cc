@@ -123,7 +123,11 @@ class ActorRunner : public StepRunner {
   ActorRunner(const proto::ProgramDesc& program, const std::vector<Place>& places, Scope* scope,
               const ExecutionStrategy& strategy, const BuildStrategy& build,
               std::shared_ptr<Runtime> runtime)
-      : exe_(program, places, scope, strategy, std::move(runtime), 0, build) {}
+      : exe_(program, scope,
+             {.places = places,
+              .strategy = strategy,
+              .build = build,
+              .runtime = std::move(runtime)}) {}
   std::vector<Tensor> Run(const FeedList& feeds, const std::vector<std::string>& fetches) override {
     return exe_.Run(feeds, fetches);
   }

@@ -18,6 +18,8 @@
 //   Transpile, ParameterServer,     several machines: the trainer and server programs, a
 //   TrainerClient                   server, a trainer's links (rill/transpiler.h, pserver.h,
 //                                   trainer_client.h)
+//   Error, ErrorCode                what a failed call throws (rill/error.h)
+//   SetLogSink, LogLevel            where the library's messages go (rill/log.h)
 //   Version(), RILL_VERSION_STRING  the library's version and the one compiled against
 #pragma once
 
@@ -26,10 +28,12 @@
 #include "rill/checkpoint.h"
 #include "rill/device.h"
 #include "rill/device_memory.h"
+#include "rill/error.h"
 #include "rill/execution_strategy.h"
 #include "rill/executor.h"
 #include "rill/input_pipeline.h"
 #include "rill/kernel_context.h"
+#include "rill/log.h"
 #include "rill/nccl_communicators.h"
 #include "rill/npy.h"
 #include "rill/op_actor.h"

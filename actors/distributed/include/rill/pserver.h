@@ -45,7 +45,8 @@ struct ParameterServerOptions {
   // How long all trainers have to say HELLO.
   std::chrono::milliseconds connect_timeout{60000};
   WireLimits limits;
-  // Where rejected messages and events are logged (default: standard error).
+  // Where rejected messages and events are logged (default: the log sink,
+  // rill/log.h, as "<server name>: <line>").
   std::function<void(const std::string&)> log;
 };
 

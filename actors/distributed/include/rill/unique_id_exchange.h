@@ -20,7 +20,7 @@
 // The protocol, over CAF's middleman (actors/distributed/network.h):
 //   node k -> node 0: (uid_get_atom, int32_t k)
 //   node 0 -> node k: (uid_atom, std::string bytes), or an error for a node out of
-//                     range or one that asked before (logged on node 0's stderr)
+//                     range or one that asked before (logged to node 0's log sink)
 //   node k -> node 0: (uid_ack_atom, int32_t k), once the bytes passed the size check
 // Node 0 counts a node as served at its acknowledgement, so ServeUniqueId
 // returns only once every other node holds the bytes. Each node asks once: a

@@ -4,17 +4,17 @@
 // the tasks handed to it, and the results equal the sequential Executor's.
 //
 //   Executor().Run(startup, &scope);                      // parameters, once
-//   ExecutionStrategy strategy;
+//   ExecutionStrategy strategy = {};
 //   strategy.num_threads = 2;
-//   ParallelExecutor exe(main, {Place::Cpu()}, &scope, strategy);
+//   ParallelExecutor exe(main, &scope, {.strategy = strategy});
 //   auto out = exe.Run({{"image", x}, {"label", y}}, {"loss"});
 //   auto future = exe.RunAsync(feeds, {"loss"});        // returns at once
 //
-// Data parallelism: give several places (ParsePlaces("cpu:4")) and every
-// place runs the program on its slice of each batch (fed variables declared
-// with a batch dim -1 are split along dim 0, the first places taking one row
-// more when it does not divide; other feeds go whole to every place). The
-// gradients are merged after backward (BuildStrategy: kAllReduce keeps a
+// Data parallelism: give several places ({.places = ParsePlaces("cpu:4")})
+// and every place runs the program on its slice of each batch (fed variables
+// declared with a batch dim -1 are split along dim 0, the first places taking
+// one row more when it does not divide; other feeds go whole to every place).
+// The gradients are merged after backward (BuildStrategy: kAllReduce keeps a
 // parameter copy per place, kReduce one shared copy updated by its owner), so
 // N places with batch B compute what one place computes with batch B.
 // Fetches are merged: variables with a batch dim are concatenated, one-element
@@ -53,16 +53,33 @@ namespace rill {
 class ActorGraph;
 struct SsaGraph;
 
+// What a ParallelExecutor runs on and how; every field has a default (an
+// initializer each, so that -Wextra does not ask for the fields a designated
+// initializer leaves out): name only what differs, in this order:
+//   ParallelExecutor exe(main, &scope, {.places = ParsePlaces("cpu:2"), .strategy = s});
+struct ParallelExecutorOptions {
+  // Where the program runs: one place, or several for data parallelism.
+  std::vector<Place> places = {Place::Cpu()};
+  // How the graph runs: threads, iterations in flight, the watchdog, tracing.
+  ExecutionStrategy strategy = {};
+  // How the graph is built over several places: gradient merges and compression.
+  BuildStrategy build = {};
+  // The actor system and threads to run on, shared with other executors or a
+  // TrainerClient. Null: the executor owns one with strategy.num_threads threads.
+  std::shared_ptr<Runtime> runtime = nullptr;
+  // The block to run (0: the main block).
+  int block_index = 0;
+};
+
 class ParallelExecutor {
  public:
-  // Builds the graph of `block_index` on `places`. With no `runtime`, the
-  // executor owns one with strategy.num_threads threads. `scope` (parameters
-  // and other persistables, usually filled by the startup program) must
-  // outlive the executor; under kAllReduce it holds place 0's parameters.
-  ParallelExecutor(const proto::ProgramDesc& program, const std::vector<Place>& places,
-                   Scope* scope, const ExecutionStrategy& strategy = {},
-                   std::shared_ptr<Runtime> runtime = nullptr, int block_index = 0,
-                   const BuildStrategy& build = {});
+  using Options = ParallelExecutorOptions;
+
+  // Builds the graph of options.block_index on options.places. `scope`
+  // (parameters and other persistables, usually filled by the startup
+  // program) must outlive the executor; under kAllReduce it holds place 0's
+  // parameters.
+  ParallelExecutor(const proto::ProgramDesc& program, Scope* scope, Options options = {});
   ~ParallelExecutor();
   ParallelExecutor(const ParallelExecutor&) = delete;
   ParallelExecutor& operator=(const ParallelExecutor&) = delete;

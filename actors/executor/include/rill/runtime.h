@@ -4,7 +4,7 @@
 // one Runtime; it must outlive them.
 //
 //   auto runtime = std::make_shared<Runtime>(2);   // two scheduler threads
-//   ParallelExecutor exe(program, {Place::Cpu()}, &scope, strategy, runtime);
+//   ParallelExecutor exe(program, &scope, {.strategy = strategy, .runtime = runtime});
 #pragma once
 
 #include <memory>

@@ -6,7 +6,7 @@
 //   auto trace = std::make_shared<TraceRecorder>();
 //   ExecutionStrategy strategy;
 //   strategy.trace = trace;                  // the executor records while it is on
-//   ParallelExecutor exe(main, places, &scope, strategy);
+//   ParallelExecutor exe(main, &scope, {.places = places, .strategy = strategy});
 //   exe.Run(feeds, {"loss"});
 //   trace->Stop();
 //   trace->WriteFile("trace.json");

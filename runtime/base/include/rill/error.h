@@ -20,6 +20,7 @@ enum class ErrorCode {
   kIo,               // reading or writing a file failed
   kTimeout,          // something expected did not happen in time (a stalled iteration, a dead peer)
   kUnavailable,      // a peer could not be reached, refused us, or was lost
+  kCancelled,        // work cut short by a shutdown (an executor or pool destroyed while it ran)
 };
 
 const char* ErrorCodeName(ErrorCode code);

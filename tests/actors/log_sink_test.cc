@@ -1,0 +1,121 @@
+// Messages the library emits reach the log sink (rill/log.h): a parameter
+// server's rejected message (its `log` option left unset) and a fiber that
+// ended with an exception; with the default restored they go to standard
+// error again.
+#include <gtest/gtest.h>
+
+#include <caf/scoped_actor.hpp>
+#include <chrono>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "actors/channels/fiber_pool.h"
+#include "actors/distributed/network.h"
+#include "actors/distributed/wire.h"
+#include "actors/distributed/wire_atom.h"
+#include "actors/executor/runtime_internals.h"
+#include "rill/builder.h"
+#include "rill/log.h"
+#include "rill/optimizer.h"
+#include "rill/pserver.h"
+#include "rill/runtime.h"
+#include "rill/transpiler.h"
+
+namespace rill {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Captured {
+  std::mutex mutex;
+  std::vector<std::pair<LogLevel, std::string>> messages;
+
+  LogSink Sink() {
+    return [this](LogLevel level, const std::string& message) {
+      std::lock_guard<std::mutex> lock(mutex);
+      messages.emplace_back(level, message);
+    };
+  }
+  // The first message containing `part`, or null.
+  const std::pair<LogLevel, std::string>* Find(const std::string& part) {
+    std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& m : messages) {
+      if (m.second.find(part) != std::string::npos) return &m;
+    }
+    return nullptr;
+  }
+};
+
+class LogSinkTest : public ::testing::Test {
+ protected:
+  void SetUp() override { SetLogSink(captured_.Sink()); }
+  void TearDown() override { SetLogSink(nullptr); }
+  Captured captured_;
+};
+
+TEST_F(LogSinkTest, AParameterServersRejectedMessageReachesTheSink) {
+  Program main, startup;
+  Builder b(&main, &startup, 3);
+  Var x = b.Data("x", {-1, 4});
+  Var loss = b.Mean(b.Fc(x, 2));
+  SGD(0.1f).set_placeable(true).Minimize(b, loss);
+  TranspileOptions plan_options;
+  plan_options.pservers = {"127.0.0.1:1"};
+  TranspileResult plan = Transpile(main.desc(), startup.desc(), plan_options);
+
+  auto server_runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  ParameterServerOptions options;  // no `log`: the sink
+  ParameterServer server(plan.servers[0].main, plan.servers[0].startup, options, server_runtime);
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  caf::scoped_actor self{ActorSystemOf(*runtime)};
+  caf::actor actor = Connect(ActorSystemOf(*runtime),
+                             ParseEndpoint("127.0.0.1:" + std::to_string(server.port())), 5s);
+  self->send(actor, wire_atom::value, std::string("\x08\xff garbage \x12"));
+  bool answered = false;
+  self->receive([&](wire_atom, const std::string&) { answered = true; },
+                caf::after(5s) >> [] { ADD_FAILURE() << "no answer in 5 s"; });
+  ASSERT_TRUE(answered);
+  // The server logs before it answers.
+  const auto* logged = captured_.Find("rejected a message from");
+  ASSERT_NE(logged, nullptr);
+  EXPECT_EQ(logged->first, LogLevel::kWarning);
+  EXPECT_NE(logged->second.find("parameter server 0"), std::string::npos) << logged->second;
+}
+
+TEST_F(LogSinkTest, AFiberThatThrowsIsReportedToTheSinkThenToStandardError) {
+  {
+    FiberPool pool(FiberPool::Options{.threads = 1});
+    pool.Spawn([] { throw std::runtime_error("boom"); });
+    pool.Shutdown();  // waits for the fiber
+  }
+  const auto* logged = captured_.Find("a fiber ended with an exception: boom");
+  ASSERT_NE(logged, nullptr);
+  EXPECT_EQ(logged->first, LogLevel::kError);
+
+  SetLogSink(nullptr);
+  ::testing::internal::CaptureStderr();
+  {
+    FiberPool pool(FiberPool::Options{.threads = 1});
+    pool.Spawn([] { throw std::runtime_error("bang"); });
+    pool.Shutdown();
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "rill: a fiber ended with an exception: bang\n");
+  EXPECT_EQ(captured_.Find("bang"), nullptr);
+}
+
+TEST(FiberPoolCancelTest, SpawnAfterShutdownIsCancelled) {
+  FiberPool pool(FiberPool::Options{.threads = 1});
+  pool.Shutdown();
+  try {
+    pool.Spawn([] {});
+    ADD_FAILURE() << "a shut-down pool took work";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace rill
