@@ -20,8 +20,8 @@ OpActorHost::OpActorHost(caf::actor_config& config, std::weak_ptr<ActorGraph> gr
     : caf::event_based_actor(config), graph_(std::move(graph)), op_(std::move(op)) {}
 
 caf::behavior OpActorHost::make_behavior() {
-  return {[this](run_op_atom, uint64_t task) {
-    if (auto graph = graph_.lock()) graph->RunActorOp(reinterpret_cast<Task*>(task), *op_);
+  return {[this](run_op_atom, int32_t slot, int32_t node, uint32_t generation) {
+    if (auto graph = graph_.lock()) graph->RunActorOp(slot, node, generation, *op_);
   }};
 }
 

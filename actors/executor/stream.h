@@ -69,8 +69,10 @@ class Stream {
     return HasQueuedWork() && TryClaim();
   }
   void PushLocal(Task* task) { local_.push_back(task); }
-  // The next task: the newest made ready by this stream's own tasks first (depth
-  // first, warm caches), then the inbox in arrival order. nullptr when empty.
+  // The next task: urgent work first (gradient merge chunks, so that merges
+  // overlap the rest of backward), then the newest made ready by this stream's
+  // own tasks (depth first, warm caches), then the inbox in arrival order.
+  // nullptr when empty.
   Task* Next() {
     if (urgent_queued_.load(std::memory_order_acquire) > 0) {
       if (Task* t = urgent_.Pop()) {

@@ -15,15 +15,21 @@
 
 namespace rill {
 
+// What running a task means (ActorGraph::Invoke switches on it). The first
+// three run on their stream; the others start on the thread that makes them
+// ready and end later, or elsewhere.
 enum class TaskKind : uint8_t {
-  kKernel,      // runs an op's kernel
-  kFeed,        // binds a fed value
-  kCollective,  // a gradient merge's barrier: issued where its countdown reaches zero
-  kChunk,       // one place's part of a merge, run on that place's stream
-  kBlock,       // a block op (parallel_do): started where it becomes ready, ends later
+  kKernel,      // runs an op's kernel (launches it, on a device place)
+  kFeed,        // binds a fed value (copies it to the device, on a CUDA place)
+  kChunk,       // one place's part of a gradient merge, run before the place's other tasks
+  kCollective,  // a gradient merge's barrier: issues the chunks where its countdown reaches zero
+  kBlock,       // a block op (parallel_do): its places run nested graphs; ends with the last
   kFiber,       // a Blocking() op (channels, while, select): its kernel runs on a fiber
   kActor,       // a custom op actor (op_actor.h): sent a message, ends when it says done
 };
+
+// Whether tasks of `kind` are queued on their stream (else started where they become ready).
+inline bool RunsOnStream(TaskKind kind) { return kind <= TaskKind::kChunk; }
 
 struct alignas(64) Task {
   std::atomic<Task*> queue_next{nullptr};  // link in a stream's inbox
@@ -42,5 +48,9 @@ struct alignas(64) Task {
   bool backward = false;      // a backward op (counted for merge overlap)
   int16_t place = 0;          // a chunk: the place whose part it reduces
 };
+
+// The hot path's layout: a task and everything it touches to run and pass
+// readiness on share one cache line (and no line with another task).
+static_assert(sizeof(Task) == 64, "a Task is one cache line");
 
 }  // namespace rill

@@ -18,4 +18,17 @@ const char* ErrorCodeName(ErrorCode code) {
   return "error";
 }
 
+Error AsError(std::exception_ptr error) {
+  // An exception_ptr can be looked into only by rethrowing it.
+  try {
+    std::rethrow_exception(error);
+  } catch (const Error& e) {
+    return e;
+  } catch (const std::exception& e) {
+    return Error(ErrorCode::kInternal, e.what());
+  } catch (...) {
+    return Error(ErrorCode::kInternal, "unknown exception");
+  }
+}
+
 }  // namespace rill

@@ -3,6 +3,7 @@
 // A failed run throws; the process and the scope stay usable.
 #pragma once
 
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -52,6 +53,11 @@ template <class... Args>
 [[noreturn]] void Fail(ErrorCode code, Args&&... args) {
   throw Error(code, StrCat(std::forward<Args>(args)...));
 }
+
+// What `error` (not null) holds, as a rill::Error: itself when it is one,
+// kInternal with its what() for another exception, kInternal "unknown
+// exception" for anything else.
+Error AsError(std::exception_ptr error);
 
 }  // namespace rill
 

@@ -1,47 +1,37 @@
-// The watchdog's view of an ActorGraph: naming nodes in messages, finding the
-// ops an iteration is stuck on, and the periodic check itself.
+#include "actors/executor/watchdog.h"
+
 #include <caf/send.hpp>
 #include <iostream>
 
-#include "actors/executor/actor_graph.h"
 #include "actors/executor/messages.h"
 
 namespace rill {
-namespace {
 
-using Clock = std::chrono::steady_clock;
+Watchdog::Watchdog(const BuiltGraph& graph, const std::vector<std::unique_ptr<Stream>>& streams,
+                   const std::vector<std::unique_ptr<IterationSlot>>& slots, const AsyncOps& async,
+                   const ExecutionStrategy& strategy, AbortFn abort)
+    : graph_(graph),
+      streams_(streams),
+      slots_(slots),
+      async_(async),
+      strategy_(strategy),
+      abort_(std::move(abort)),
+      last_change_(Clock::now()) {}
 
-}  // namespace
-
-std::string ActorGraph::DescribeNode(int id) const {
-  const OpNode& op = graph_.ops[id];
-  if (op.kind == OpNodeKind::kCollective) {
-    return StrCat("block ", block_index_, ", op ", op.op_index, " (", op.type, " #", op.collective,
-                  " over ", places(), " places)");
-  }
-  std::string where = StrCat(" on ", places_[op.place].ToString());
-  if (places() > 1) where += StrCat(" place ", op.place);
-  where += StrCat(" stream ", op.stream);
-  if (op.kind == OpNodeKind::kFeed) {
-    return StrCat("feed \"", graph_.vars[op.outputs[0]].name, "\"", where);
-  }
-  return StrCat("block ", block_index_, ", op ", op.op_index, " (", op.type, ")", where);
-}
-
-bool ActorGraph::AnyKernelRunning() const {
-  if (blocks_running_.load(std::memory_order_acquire) > 0) return true;
+bool Watchdog::AnyKernelRunning() const {
+  if (async_.blocks_running() > 0) return true;
   for (const auto& s : streams_) {
     if (s->running_node() >= 0) return true;
   }
   return false;
 }
 
-std::string ActorGraph::StallReport(Slot& slot) const {
+std::string Watchdog::StallReport(const IterationSlot& slot) const {
   const uint32_t generation = slot.generation.load(std::memory_order_acquire);
   auto not_run = [&](int id) { return slot.tasks[id].countdown.generation() == generation; };
   std::string report;
   int listed = 0;
-  for (const OpNode& op : graph_.ops) {
+  for (const OpNode& op : graph_.ssa.ops) {
     if (!not_run(op.id) || slot.tasks[op.id].countdown.remaining() == 0) continue;
     // Report ops whose missing producers are not waiting themselves: the frontier.
     std::vector<int> missing;
@@ -56,39 +46,46 @@ std::string ActorGraph::StallReport(Slot& slot) const {
       report += "  ...\n";
       break;
     }
-    report += StrCat("  ", DescribeNode(op.id), " waits for:\n");
+    report += StrCat("  ", graph_.Describe(op.id), " waits for:\n");
     for (int pred : missing) {
       std::string what;
       for (int var : op.inputs) {
-        const VarNode& v = graph_.vars[var];
+        const VarNode& v = graph_.ssa.vars[var];
         if (v.producer != pred) continue;
         if (!what.empty()) what += ", ";
         what += v.control ? std::string("a control edge") : StrCat("input \"", v.name, "\"");
       }
-      report += StrCat("    ", what, " from ", DescribeNode(pred), ", which never ran\n");
+      report += StrCat("    ", what, " from ", graph_.Describe(pred), ", which never ran\n");
     }
   }
   if (report.empty()) report = "  (no op waits on a missing producer)\n";
   return report;
 }
 
-void ActorGraph::WatchdogTick() {
+void Watchdog::Emit(const std::string& text) const {
+  if (strategy_.on_watchdog_report) {
+    strategy_.on_watchdog_report(text);
+  } else {
+    std::cerr << "rill watchdog: " << text;
+  }
+}
+
+void Watchdog::Tick(int in_flight) {
   const auto now = Clock::now();
-  if (in_flight_.load(std::memory_order_acquire) == 0) {
-    watchdog_last_change_ = now;
-    watchdog_reported_ = false;
+  if (in_flight == 0) {
+    last_change_ = now;
+    reported_ = false;
     return;
   }
-  uint64_t progress = 0;
+  uint64_t progress = async_.progress();
   for (const auto& s : streams_) progress += s->executed();
-  progress += fiber_progress_.load(std::memory_order_relaxed);
-  if (progress != watchdog_progress_) {
-    watchdog_progress_ = progress;
-    watchdog_last_change_ = now;
-    watchdog_reported_ = false;
+  if (progress != progress_) {
+    progress_ = progress;
+    last_change_ = now;
+    reported_ = false;
     return;
   }
-  auto since = watchdog_last_change_;
+  auto since = last_change_;
   for (const auto& slot : slots_) {
     if (!slot->busy.load(std::memory_order_acquire)) continue;
     const Clock::time_point started(
@@ -97,23 +94,16 @@ void ActorGraph::WatchdogTick() {
   }
   const auto stalled = std::chrono::duration_cast<std::chrono::milliseconds>(now - since);
   if (stalled < strategy_.watchdog_timeout) return;
-  auto emit = [this](const std::string& text) {
-    if (strategy_.on_watchdog_report) {
-      strategy_.on_watchdog_report(text);
-    } else {
-      std::cerr << "rill watchdog: " << text;
-    }
-  };
   if (AnyKernelRunning()) {  // slow, not stuck: say so once
-    if (!watchdog_reported_) {
+    if (!reported_) {
       std::string text = StrCat("no op finished for ", stalled.count(), " ms; running now:\n");
       for (const auto& s : streams_) {
-        if (s->running_node() >= 0) text += StrCat("  ", DescribeNode(s->running_node()), "\n");
+        if (s->running_node() >= 0) text += StrCat("  ", graph_.Describe(s->running_node()), "\n");
       }
-      const int blocks = blocks_running_.load(std::memory_order_acquire);
+      const int blocks = async_.blocks_running();
       if (blocks > 0) text += StrCat("  ", blocks, " block op(s) (parallel_do) on their places\n");
-      emit(text);
-      watchdog_reported_ = true;
+      Emit(text);
+      reported_ = true;
     }
     return;
   }
@@ -125,14 +115,14 @@ void ActorGraph::WatchdogTick() {
     }
   }
   if (queued) return;  // work is waiting for a thread: woken, look again next tick
-  for (auto& slot : slots_) {
+  for (const auto& slot : slots_) {
     if (!slot->busy.load(std::memory_order_acquire) || slot->done.load()) continue;
     const std::string why = StrCat("iteration made no progress for ", stalled.count(),
                                    " ms (watchdog); ops still waiting:\n", StallReport(*slot));
-    emit(why);
-    Abort(*slot, why);
+    Emit(why);
+    abort_(*slot, why);
   }
-  watchdog_last_change_ = now;
+  last_change_ = now;
 }
 
 }  // namespace rill
