@@ -2,11 +2,11 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
-#include <iostream>
 #include <thread>
 
 #include "actors/executor/graph_actors.h"
 #include "actors/executor/runtime_internals.h"
+#include "rill/log.h"
 #include "rill/validate.h"
 #include "runtime/core/place_io.h"
 #include "runtime/device/blas_threads.h"
@@ -164,7 +164,7 @@ void ActorGraph::RunAsync(const FeedList& feeds, const std::vector<std::string>&
 
 IterationSlot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std::string>& fetches,
                                  std::future<std::vector<Tensor>>* future) {
-  RILL_CHECK(!shut_down_.load(), kInvalidArgument, "the executor has been shut down");
+  RILL_CHECK(!shut_down_.load(), kCancelled, "the executor has been shut down");
   feed_rule_->Check(feeds, fetches);
   const FeedList all = feed_rule_->Complete(feeds);
   IterationSlot& slot = AcquireSlot();
@@ -193,7 +193,7 @@ IterationSlot& ActorGraph::Begin(const FeedList& feeds, const std::vector<std::s
 IterationSlot& ActorGraph::AcquireSlot() {
   // Backpressure: wait for a free slot, giving up when the executor shuts down.
   while (!free_slots_.try_acquire_for(std::chrono::milliseconds(100))) {
-    RILL_CHECK(!shut_down_.load(), kInvalidArgument, "the executor has been shut down");
+    RILL_CHECK(!shut_down_.load(), kCancelled, "the executor has been shut down");
   }
   std::lock_guard<std::mutex> lock(slot_mutex_);
   for (auto& slot : slots_) {
@@ -571,7 +571,7 @@ void ActorGraph::CancelForShutdown() {
     std::lock_guard<std::mutex> lock(slot->error_mutex);
     if (!slot->error) {
       slot->error = std::make_exception_ptr(
-          Error(ErrorCode::kInvalidArgument, "iteration cancelled: the executor was shut down"));
+          Error(ErrorCode::kCancelled, "iteration cancelled: the executor was shut down"));
     }
     slot->cancelled.store(true);
   }
@@ -593,8 +593,8 @@ void ActorGraph::Shutdown() {
     if (Clock::now() > give_up) {
       // Only a go block that ignores its closed channels (a loop that never
       // waits) gets here: leave it to the fiber pool's own shutdown.
-      std::cerr << "rill: shutdown gave up waiting for " << async_->fibers_running()
-                << " fiber(s) (go blocks or channel ops) of an iteration\n";
+      Log(LogLevel::kWarning, "shutdown gave up waiting for ", async_->fibers_running(),
+          " fiber(s) (go blocks or channel ops) of an iteration");
       break;
     }
     bool active = watchdog_->AnyKernelRunning();
@@ -605,7 +605,7 @@ void ActorGraph::Shutdown() {
     } else if (now - quiet_since > std::chrono::milliseconds(20)) {
       for (auto& slot : slots_) {
         if (slot->busy.load(std::memory_order_acquire)) {
-          Abort(*slot, ErrorCode::kInvalidArgument, "the executor was shut down");
+          Abort(*slot, ErrorCode::kCancelled, "the executor was shut down");
         }
       }
     }

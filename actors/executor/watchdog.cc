@@ -1,9 +1,9 @@
 #include "actors/executor/watchdog.h"
 
 #include <caf/send.hpp>
-#include <iostream>
 
 #include "actors/executor/messages.h"
+#include "rill/log.h"
 
 namespace rill {
 
@@ -66,7 +66,7 @@ void Watchdog::Emit(const std::string& text) const {
   if (strategy_.on_watchdog_report) {
     strategy_.on_watchdog_report(text);
   } else {
-    std::cerr << "rill watchdog: " << text;
+    Log(LogLevel::kWarning, "watchdog: ", text);
   }
 }
 

@@ -234,6 +234,7 @@ TEST(ParallelExecutorErrorTest, DestroyingTheExecutorMidRunIsSafe) {
   try {
     future.get();  // the iteration either finished or was cancelled: both are fine
   } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCancelled) << e.what();
     EXPECT_NE(std::string(e.what()).find("shut down"), std::string::npos) << e.what();
   }
   // The process stays healthy: a new executor on the same scope works.

@@ -39,7 +39,7 @@ struct ExecutionStrategy {
   // An iteration with no op finishing for this long is reported; when no op is
   // running either, it fails with a timeout. 0 disables the watchdog.
   std::chrono::milliseconds watchdog_timeout{60000};
-  // Where watchdog reports go (default: standard error).
+  // Where watchdog reports go (default: the log sink, rill/log.h, as a warning).
   std::function<void(const std::string&)> on_watchdog_report;
   // How long an idle stream (and a caller waiting for its iteration) keeps
   // polling for work before it lets its thread sleep: back-to-back training

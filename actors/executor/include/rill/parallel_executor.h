@@ -31,7 +31,8 @@
 // The graph is built and its actors spawned once, in the constructor.
 // Run/RunAsync may be called from any thread; a failed iteration throws (or
 // stores in the future) an Error naming block, op, type and place, and the
-// executor stays usable. Destroying it while iterations run cancels them.
+// executor stays usable. Destroying it while iterations run cancels them
+// (their futures hold an Error with code kCancelled).
 #pragma once
 
 #include <future>
