@@ -1,7 +1,6 @@
 // A parameter server's checkpoint: the persistable variables of its program
 // (parameter slices, optimizer state, counters) and the step it completed,
-// in one file written atomically (runtime/io/include/rill/checkpoint.h's format, with the
-// step as the int64 tensor "@step").
+// in one file written atomically (rill/checkpoint.h's format, the step in its header).
 #pragma once
 
 #include <cstdint>

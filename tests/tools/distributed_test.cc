@@ -302,10 +302,7 @@ TEST_F(DistributedTest, KilledTrainerStopsServerAndOtherTrainerWithin10s) {
 int64_t CheckpointStep(const std::string& path) {
   if (!std::filesystem::exists(path)) return -1;
   try {
-    const proto::TensorSet set = ReadTensorSet(path);
-    for (const auto& t : set.tensors()) {
-      if (t.name() == "@step") return TensorFromProto(t).data<int64_t>()[0];
-    }
+    return ReadCheckpointFile(path).step;
   } catch (const std::exception&) {
   }
   return -1;
