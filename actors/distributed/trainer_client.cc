@@ -157,6 +157,17 @@ TrainerClient::TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOpti
   RILL_CHECK(runtime_ && runtime_->network(), kInvalidArgument,
              "a trainer client needs a Runtime constructed with the network loaded");
   RILL_CHECK(!options_.pservers.empty(), kInvalidArgument, "a trainer needs parameter servers");
+  try {
+    ConnectAll();
+  } catch (...) {
+    // No destructor runs for a constructor that throws: stop the link actors
+    // here, or the runtime's actor system would wait for them forever.
+    CloseLinks();
+    throw;
+  }
+}
+
+void TrainerClient::ConnectAll() {
   caf::actor_system& system = ActorSystemOf(*runtime_);
   const auto deadline = Clock::now() + options_.connect_timeout;
   for (const std::string& endpoint : options_.pservers) {
@@ -186,9 +197,11 @@ TrainerClient::TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOpti
   step_.store(start_step_);
 }
 
-TrainerClient::~TrainerClient() {
+void TrainerClient::CloseLinks() {
   for (auto& link : links_) caf::anon_send(link->actor, close_atom::value);
 }
+
+TrainerClient::~TrainerClient() { CloseLinks(); }
 
 TrainerClient::Link& TrainerClient::LinkFor(const std::string& endpoint) {
   for (auto& link : links_) {

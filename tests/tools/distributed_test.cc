@@ -355,6 +355,30 @@ TEST_F(DistributedTest, KilledServerRestartsFromItsCheckpoint) {
   EXPECT_NE(again.Output().find("done at step " + until), std::string::npos) << again.Output();
 }
 
+// The trainer's link to the first server is up when the second cannot be
+// reached: it exits 1 naming that server instead of hanging in its runtime's
+// shutdown, and the first server notices the trainer is gone.
+TEST_F(DistributedTest, ATrainerThatCannotReachAServerExitsNamingIt) {
+  const auto endpoints = Endpoints(2);
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--trainers", "1", "--pservers",
+                              Join(endpoints), "--out", Path("job")}),
+            0);
+  Process& server = Start("pserver", {"pserver", "--program", Path("job/pserver0.main.pbtxt"),
+                                      "--endpoint", endpoints[0]});
+  ASSERT_TRUE(server.WaitForOutput("listening", 60s)) << server.Output();
+  Process& trainer =
+      Start("trainer", {"train", "--role", "trainer", "--trainer-id", "0", "--trainers", "1",
+                        "--pservers", Join(endpoints), "--model", "linreg", "--max-steps", "5",
+                        "--connect-timeout-ms", "2000"});
+  ASSERT_TRUE(trainer.Wait(60s)) << "the trainer hangs:\n" << trainer.Output();
+  EXPECT_EQ(trainer.status, 1) << trainer.Output();
+  EXPECT_NE(trainer.Output().find("cannot connect to " + endpoints[1]), std::string::npos)
+      << trainer.Output();
+  ASSERT_TRUE(server.Wait(30s)) << server.Output();
+  EXPECT_EQ(server.status, 1) << server.Output();
+  EXPECT_NE(server.Output().find("trainer 0"), std::string::npos) << server.Output();
+}
+
 TEST_F(DistributedTest, WrongTokenIsRefused) {
   const auto endpoints = Endpoints(1);
   ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--trainers", "1", "--pservers",

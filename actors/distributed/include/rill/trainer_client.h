@@ -119,6 +119,10 @@ class TrainerClient : public VarObject {
   struct Link;
 
  private:
+  // Connects a link to every server and waits for their HELLOs.
+  void ConnectAll();
+  // Tells every link actor to stop (they hold the runtime's actor system open).
+  void CloseLinks();
   Link& LinkFor(const std::string& endpoint);
   // The PUSH of `value`, compressed when the options say so.
   proto::WireMessage PushMessage(const std::string& var, const Variable& value, PushedBytes* bytes);
