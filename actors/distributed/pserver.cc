@@ -17,6 +17,7 @@
 #include "rill/error.h"
 #include "rill/executor.h"
 #include "rill/op_desc.h"
+#include "rill/program_io.h"
 #include "rill/runtime.h"
 #include "rill/scope.h"
 #include "rill/selected_rows.h"
@@ -140,6 +141,7 @@ struct ParameterServer::State {
   std::map<int, Trainer> trainers;
   std::map<caf::actor_addr, int> trainer_by_addr;
   Clock::time_point started;
+  bool failed = false;  // the serve failed: later messages are dropped
 
   std::mutex mutex;
   std::promise<void> finished;
@@ -182,8 +184,12 @@ void Reply(caf::event_based_actor* self, const caf::actor& to, const proto::Wire
   if (to) self->send(to, wire_atom::value, EncodeWire(message));
 }
 
-// A trainer is gone: tell the others, end the serve with the reason.
+// The serve fails (a trainer is gone, an update or a checkpoint failed): tell
+// the trainers, end the serve with the reason. Only the first failure counts:
+// what follows from it (the trainers leaving) is not logged as another.
 void FailServe(caf::event_based_actor* self, State& s, ErrorCode code, const std::string& why) {
+  if (s.failed) return;
+  s.failed = true;
   s.Log(why);
   for (auto& [id, trainer] : s.trainers) {
     if (!trainer.bye) Reply(self, trainer.link, WireError(StrCat(s.name, ": ", why)));
@@ -208,22 +214,40 @@ void AnswerPulls(caf::event_based_actor* self, State& s, State::Served& block) {
   block.waiting.swap(still);
 }
 
-// Runs the block's update with the gradient now in the scope.
-void Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t step) {
-  if (s.prepare && step > s.prepared_step) {
-    s.executor.Run(*s.prepare);
-    s.prepared_step = step;
-  }
-  s.executor.Run(*block.block);
-  ++block.version;
-  const int64_t before = s.completed.load();
-  const int64_t now = s.CompletedSteps();
-  s.completed.store(now);
-  if (now > before && s.options.checkpoint_every > 0 && now % s.options.checkpoint_every == 0 &&
-      !s.options.checkpoint_path.empty()) {
-    SavePserverCheckpoint(s.main, s.scope, now, s.options.checkpoint_path);
+// Runs the block's update with the gradient now in the scope, then saves a
+// checkpoint when one is due (before the pulls of the step are answered: see
+// distributed.md, "Checkpoints"). A failure here is the server's (an optimizer
+// op, the checkpoint's disk), not the sender's: it ends the serve with its
+// cause. Returns false when it failed.
+bool Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t step) {
+  try {
+    if (s.prepare && step > s.prepared_step) {
+      s.executor.Run(*s.prepare);
+      s.prepared_step = step;
+    }
+    s.executor.Run(*block.block);
+    ++block.version;
+    const int64_t before = s.completed.load();
+    const int64_t now = s.CompletedSteps();
+    s.completed.store(now);
+    if (now > before && s.options.checkpoint_every > 0 && now % s.options.checkpoint_every == 0 &&
+        !s.options.checkpoint_path.empty()) {
+      try {
+        SavePserverCheckpoint(s.main, s.scope, now, s.options.checkpoint_path);
+      } catch (const Error& e) {
+        throw Error(e.code(),
+                    StrCat("cannot save the checkpoint of step ", now, ": ", e.message()));
+      }
+    }
+  } catch (const Error& e) {
+    FailServe(self, s, e.code(), e.message());
+    return false;
+  } catch (const std::exception& e) {
+    FailServe(self, s, ErrorCode::kInternal, e.what());
+    return false;
   }
   AnswerPulls(self, s, block);
+  return true;
 }
 
 void HandlePush(caf::event_based_actor* self, State& s, int trainer, proto::WireMessage& message) {
@@ -281,6 +305,7 @@ void HandleHello(caf::event_based_actor* self, State& s, const caf::actor& link,
 }
 
 void HandleMessage(caf::event_based_actor* self, State& s, const std::string& bytes) {
+  if (s.failed) return;
   const caf::actor sender = caf::actor_cast<caf::actor>(self->current_sender());
   auto known = sender ? s.trainer_by_addr.find(sender.address()) : s.trainer_by_addr.end();
   const int trainer = known == s.trainer_by_addr.end() ? -1 : known->second;
@@ -395,6 +420,14 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
   s.name = StrCat("parameter server ", s.config.server_index, " (", s.options.endpoint, ")");
   const Endpoint endpoint = ParseEndpoint(s.options.endpoint);
 
+  if (!s.options.checkpoint_path.empty()) {
+    // Found now, not at the first save, many steps into the job.
+    try {
+      CheckWritable(s.options.checkpoint_path);
+    } catch (const Error& e) {
+      throw Error(e.code(), StrCat(s.name, ": cannot write checkpoints: ", e.message()));
+    }
+  }
   int64_t step = 0;
   Executor().Run(startup, &s.scope);
   if (!s.options.checkpoint_path.empty() && PserverCheckpointExists(s.options.checkpoint_path)) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -331,6 +332,55 @@ TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
     EXPECT_EQ(MaxRelativeDifference(resumed[i], trained[i]), 0) << m.params[i];
   }
   std::remove(path.c_str());
+}
+
+TEST(ParameterServer, AnUnwritableCheckpointPathIsRefusedAtStart) {
+  Model m;
+  BuildModel(&m);
+  ParameterServerOptions options;
+  options.checkpoint_path = ::testing::TempDir() + "no_such_dir/pserver.ckpt";
+  options.checkpoint_every = 2;
+  try {
+    Servers servers(m, 1, 1, options);
+    ADD_FAILURE() << "the server started";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find(options.checkpoint_path + ": not writable"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The checkpoint's directory vanishes mid-job: the serve ends with the I/O
+// error as its cause (not with the trainers that leave because of it), and
+// the trainer hears it.
+TEST(ParameterServer, ACheckpointThatCannotBeSavedEndsTheServeWithTheIoError) {
+  Model m;
+  BuildModel(&m);
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pserver_vanish";
+  std::filesystem::create_directories(dir);
+  ParameterServerOptions options;
+  options.checkpoint_path = (dir / "pserver.ckpt").string();
+  options.checkpoint_every = 2;
+  Servers servers(m, 1, 1, options);
+  std::filesystem::remove_all(dir);
+  try {
+    RunTrainer(m, Plan(m, 1, servers.endpoints), 0, 1, 4);
+    ADD_FAILURE() << "the trainer finished";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot save the checkpoint of step 2"), std::string::npos)
+        << e.what();
+  }
+  try {
+    servers.serving[0].get();
+    ADD_FAILURE() << "the serve succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot save the checkpoint of step 2: " +
+                                         options.checkpoint_path),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Destroys `runtime`, whose actor system waits for every actor it runs: an

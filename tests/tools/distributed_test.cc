@@ -379,6 +379,22 @@ TEST_F(DistributedTest, ATrainerThatCannotReachAServerExitsNamingIt) {
   EXPECT_NE(server.Output().find("trainer 0"), std::string::npos) << server.Output();
 }
 
+TEST_F(DistributedTest, AServerRefusesAnUnwritableCheckpointPathAtStart) {
+  const auto endpoints = Endpoints(1);
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--trainers", "1", "--pservers",
+                              endpoints[0], "--out", Path("job")}),
+            0);
+  const std::string checkpoint = Path("missing/pserver0.ckpt");
+  EXPECT_EQ(Run("pserver",
+                {"pserver", "--program", Path("job/pserver0.main.pbtxt"), "--endpoint",
+                 endpoints[0], "--checkpoint", checkpoint, "--checkpoint-every", "5"},
+                60s),
+            1);
+  const std::string output = processes_.back()->Output();
+  EXPECT_NE(output.find(checkpoint + ": not writable"), std::string::npos) << output;
+  EXPECT_EQ(output.find("listening"), std::string::npos) << output;
+}
+
 TEST_F(DistributedTest, WrongTokenIsRefused) {
   const auto endpoints = Endpoints(1);
   ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--trainers", "1", "--pservers",

@@ -248,6 +248,23 @@ TEST_F(RillCliTest, TrainRefusesAnUnknownGradientCompression) {
 // Device places take batches fed by the driver (the pipeline's read op runs
 // on the host): preloaded by default there, the pipeline refused by name;
 // acpu places train to the CPU places' numbers.
+// Paths written at the end of training are checked before it starts (no
+// data set needed: the check comes first).
+TEST_F(RillCliTest, TrainRefusesUnwritableOutputPathsBeforeTraining) {
+  Result r = Rill({"train", "--max-steps", "1", "--epochs", "1", "--save", "missing/w.ckpt"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--save missing/w.ckpt: not writable: cannot create a file in missing "
+                          "(No such file or directory)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("epoch 1"), std::string::npos) << r.output;
+  Write("plain_file", "x");
+  r = Rill({"train", "--max-steps", "1", "--epochs", "1", "--trace", "plain_file/trace.json"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--trace plain_file/trace.json: not writable"), std::string::npos)
+      << r.output;
+}
+
 TEST_F(RillCliTest, DevicePlacesTrainOnPreloadedBatches) {
   const Result refused = Rill({"train", "--places", "acpu:0", "--input", "pipeline"});
   EXPECT_EQ(refused.status, 2) << refused.output;

@@ -19,6 +19,7 @@
 #include "rill/input_pipeline.h"
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
+#include "rill/program_io.h"
 #include "rill/trace_recorder.h"
 #include "rill/trainer_client.h"
 #include "rill/transpiler.h"
@@ -241,7 +242,21 @@ SentPerStep SentBytes(const TrainerClient* client, TrainerClient::Counters* befo
   return out;
 }
 
+// The files written at the end (--save, --trace) are checked before training,
+// so an unwritable path fails now rather than after the last epoch.
+void CheckOutputPaths(const TrainOptions& opt) {
+  for (const auto& [flag, path] : {std::pair{"--save", &opt.save}, {"--trace", &opt.trace}}) {
+    if (path->empty()) continue;
+    try {
+      CheckWritable(*path);
+    } catch (const Error& e) {
+      throw Error(e.code(), StrCat(flag, " ", e.message()));
+    }
+  }
+}
+
 int Train(const TrainOptions& opt) {
+  CheckOutputPaths(opt);
   const std::vector<Place> places = ParsePlaces(opt.places);
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(places.size());
   const int blas =
