@@ -34,7 +34,9 @@ constexpr const char* kUsage =
   --dir DIR                where the programs (and checkpoints) go (default: a new
                            directory under /tmp)
   --checkpoint-every K     servers save their variables every K steps to
-                           DIR/pserver<i>.ckpt, and resume from them when present
+                           DIR/pserver<i>.ckpt (the one before: .prev); a job started
+                           again with the same DIR goes on from the newest step that
+                           every server has
   --peer-timeout-ms N      a peer silent this long is declared dead (default 5000)
   --grace-ms N             after one process fails, how long the others have to
                            stop on their own before they are killed (default 15000)

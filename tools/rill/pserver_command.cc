@@ -20,8 +20,9 @@ constexpr const char* kUsage = R"(usage: rill pserver --program FILE [flags]
   --startup FILE           its startup program (default: FILE with .main. -> .startup.)
   --endpoint HOST:PORT     where it listens (default: entry --server-index of --pservers)
   --bind ADDR              the address it binds (default 127.0.0.1: loopback only)
-  --checkpoint FILE        save variables and step here every --checkpoint-every steps;
-                           resume from it when it exists
+  --checkpoint FILE        save variables and step here every --checkpoint-every steps,
+                           the one before at FILE.prev; a restarted job goes on from the
+                           newest step every server has
   --checkpoint-every K     (default 0: never)
   --threads N              scheduler threads (default 2)
 )";
@@ -76,9 +77,12 @@ int PserverCommand(const std::vector<std::string>& args) {
   options.limits.max_message_bytes = static_cast<size_t>(role.max_message_mb) << 20;
   auto runtime = std::make_shared<Runtime>(threads, 1, /*network=*/true);
   ParameterServer server(LoadProgram(program), LoadProgram(startup), options, runtime);
-  std::printf("pserver listening on %s:%u (bound to %s), step %lld\n",
+  std::string steps;
+  for (int64_t step : server.start_steps())
+    steps += (steps.empty() ? "" : ", ") + std::to_string(step);
+  std::printf("pserver listening on %s:%u (bound to %s), can start from step %s\n",
               endpoint.substr(0, endpoint.rfind(':')).c_str(), server.port(), bind.c_str(),
-              static_cast<long long>(server.step()));
+              steps.empty() ? "any (it holds no parameters)" : steps.c_str());
   std::fflush(stdout);
   server.Serve();
   std::printf("pserver done at step %lld\n", static_cast<long long>(server.step()));
