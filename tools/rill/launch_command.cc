@@ -141,14 +141,18 @@ int LaunchCommand(const std::vector<std::string>& args) {
     }
     job.Start("pserver " + std::to_string(i), argv, env);
   }
-  for (int i = 0; i < pservers; ++i) {
-    const std::string name = "pserver " + std::to_string(i);
-    if (job.WaitForLine(name, "listening on", std::chrono::seconds(60)).empty()) {
+  // The servers print their listening lines in any order: wait for all of them together.
+  std::vector<std::string> servers;
+  for (int i = 0; i < pservers; ++i) servers.push_back("pserver " + std::to_string(i));
+  const std::vector<std::string> silent =
+      job.WaitForLines(servers, "listening on", std::chrono::seconds(60));
+  if (!silent.empty()) {
+    for (const std::string& name : silent) {
       std::fprintf(stderr, "rill launch: %s did not start listening\n", name.c_str());
-      job.KillAll();
-      job.Wait(std::chrono::milliseconds(0));
-      return kExitFailure;
     }
+    job.KillAll();
+    job.Wait(std::chrono::milliseconds(0));
+    return kExitFailure;
   }
   for (int i = 0; i < trainers; ++i) {
     std::vector<std::string> argv = {rill,      "train",        "--role",
