@@ -270,6 +270,15 @@ TEST_F(RillCliTest, TrainRefusesUnwritableOutputPathsBeforeTraining) {
 // The checkpoint --save writes at the end fails midway (a file-size limit cuts
 // the write short, as a full disk would): the error names the file and the
 // checkpoint there before is left as it was.
+TEST_F(RillCliTest, LaunchRefusesADirectoryItCannotCreate) {
+  Write("plain_file", "x");
+  const Result r = Rill({"launch", "--dir", "plain_file/job", "--", "--max-steps", "1"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--dir plain_file/job: cannot create it: Not a directory"))
+      << r.output;
+  EXPECT_FALSE(Contains(r.output, "internal error")) << r.output;
+}
+
 TEST_F(RillCliTest, TrainSaveThatFailsMidwayLeavesTheOldCheckpoint) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
     GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";

@@ -100,7 +100,10 @@ int LaunchCommand(const std::vector<std::string>& args) {
     RILL_CHECK(mkdtemp(pattern) != nullptr, kIo, "cannot create a directory under /tmp");
     dir = pattern;
   }
-  std::filesystem::create_directories(dir);
+  // The programs and the checkpoints go there: an unusable --dir fails now, naming it.
+  std::error_code created;
+  std::filesystem::create_directories(dir, created);
+  RILL_CHECK(!created, kIo, "--dir ", dir, ": cannot create it: ", created.message());
   const std::string rill = SelfPath();
   std::string endpoints;
   for (int i = 0; i < pservers; ++i) {
