@@ -228,8 +228,8 @@ void AnswerPulls(caf::event_based_actor* self, State& s, State::Served& block) {
 // checkpoint when one is due (before the pulls of the step are answered: see
 // distributed.md, "Checkpoints"). A failure here is the server's (an optimizer
 // op, the checkpoint's disk), not the sender's: it ends the serve with its
-// cause. Returns false when it failed.
-bool Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t step) {
+// cause.
+void Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t step) {
   try {
     if (s.prepare && step > s.prepared_step) {
       s.executor.Run(*s.prepare);
@@ -251,13 +251,12 @@ bool Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t
     }
   } catch (const Error& e) {
     FailServe(self, s, e.code(), e.message());
-    return false;
+    return;
   } catch (const std::exception& e) {
     FailServe(self, s, ErrorCode::kInternal, e.what());
-    return false;
+    return;
   }
   AnswerPulls(self, s, block);
-  return true;
 }
 
 void HandlePush(caf::event_based_actor* self, State& s, int trainer, proto::WireMessage& message) {
@@ -372,9 +371,10 @@ void HandleResume(caf::event_based_actor* self, State& s, int trainer, const caf
   s.resumed = true;
   s.resumed_by = trainer;
   s.resumed_step = step;
-  s.Log(StrCat("starting from step ", step, " (",
-               s.checkpoints ? s.checkpoints->Describe(step) : std::string("the startup values"),
-               "), as trainer ", trainer, " asks"));
+  const std::string values = s.served.empty() ? std::string("it holds no parameters")
+                             : s.checkpoints  ? s.checkpoints->Describe(step)
+                                              : std::string("the startup values");
+  s.Log(StrCat("starting from step ", step, " (", values, "), as trainer ", trainer, " asks"));
   Reply(self, link, WireResumed(step));
 }
 

@@ -241,8 +241,9 @@ int64_t TrainerClient::CommonStartStep(const std::vector<std::vector<int64_t>>& 
   std::string listing;
   for (size_t i = 0; i < links_.size(); ++i) {
     std::string steps;
-    for (int64_t step : offered[i]) steps += StrCat(steps.empty() ? "" : ", ", step);
-    listing += StrCat(i ? "; " : "", links_[i]->endpoint, " can start from step ", steps);
+    for (int64_t step : offered[i]) steps += StrCat(steps.empty() ? "step " : ", ", step);
+    listing += StrCat(i ? "; " : "", links_[i]->endpoint, " can start from ",
+                      steps.empty() ? std::string("any step") : steps);
   }
   Fail(ErrorCode::kUnavailable, "the parameter servers have no step to start from in common (",
        listing, "): are their checkpoints of one job?");

@@ -414,28 +414,27 @@ int64_t NewestStep(const std::string& path) {
 // steps, four times (each server twice); every restart goes on from the
 // newest step both servers have (read from their files before the restart:
 // the servers and the trainers must all say that step), and the job, run to
-// its end, has the parameters of a job never interrupted. The kill points
-// come from RILL_KILL_SEED (default: the clock), printed to replay a failure.
+// its end, has the parameters of a single process trained on the global
+// batch without a break. The kill points come from RILL_KILL_SEED (default:
+// the clock), printed to replay a failure.
 TEST_F(DistributedTest, ServersKilledAtRandomStepsResumeFromACommonStepAndFinish) {
   const auto endpoints = Endpoints(2);
   const std::string last = "200";
-  const std::vector<std::string> train = {"--model", "linreg",  "--epochs", "1",      "--max-steps",
-                                          last,      "--batch", "16",       "--seed", "5"};
+  const std::vector<std::string> train = {"--model",     "linreg", "--epochs", "1",
+                                          "--max-steps", last,     "--seed",   "5"};
   ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--seed", "5", "--trainers", "2",
                               "--pservers", Join(endpoints), "--out", Path("job")}),
             0);
   const std::vector<std::string> checkpoints = {Path("pserver0.ckpt"), Path("pserver1.ckpt")};
   // One run of the job: 2 servers, 2 trainers (trainer 0 saving its parameters to `save`).
-  auto start = [&](const std::string& run, bool checkpoint, const std::string& save) {
+  auto start = [&](const std::string& run, const std::string& save) {
     std::vector<Process*> processes;
     for (int i = 0; i < 2; ++i) {
       std::vector<std::string> args = {"pserver", "--program",
                                        Path("job/pserver" + std::to_string(i) + ".main.pbtxt"),
                                        "--endpoint", endpoints[static_cast<size_t>(i)]};
-      if (checkpoint) {
-        args.insert(args.end(), {"--checkpoint", checkpoints[static_cast<size_t>(i)],
-                                 "--checkpoint-every", "1"});
-      }
+      args.insert(args.end(),
+                  {"--checkpoint", checkpoints[static_cast<size_t>(i)], "--checkpoint-every", "1"});
       processes.push_back(&Start(run + "_pserver" + std::to_string(i), args));
     }
     for (int i = 0; i < 2; ++i) {
@@ -443,15 +442,17 @@ TEST_F(DistributedTest, ServersKilledAtRandomStepsResumeFromACommonStepAndFinish
                                        std::to_string(i), "--trainers", "2",       "--pservers",
                                        Join(endpoints)};
       args.insert(args.end(), train.begin(), train.end());
+      args.insert(args.end(), {"--batch", "16"});  // a global batch of 32
       if (i == 0 && !save.empty()) args.insert(args.end(), {"--save", save});
       processes.push_back(&Start(run + "_trainer" + std::to_string(i), args));
     }
     return processes;  // servers 0, 1, then trainers 0, 1
   };
-  for (Process* p : start("reference", false, Path("reference.ckpt"))) {
-    ASSERT_TRUE(p->Wait(180s)) << p->Output();
-    ASSERT_EQ(p->status, 0) << p->Output();
-  }
+  // The reference: one process on the global batch.
+  std::vector<std::string> single = {"train", "--input", "preloaded",           "--batch",
+                                     "32",    "--save",  Path("reference.ckpt")};
+  single.insert(single.end(), train.begin(), train.end());
+  ASSERT_EQ(Run("single", single), 0) << processes_.back()->Output();
 
   const char* seed_text = std::getenv("RILL_KILL_SEED");
   const unsigned seed = seed_text ? static_cast<unsigned>(std::strtoul(seed_text, nullptr, 10))
@@ -466,7 +467,7 @@ TEST_F(DistributedTest, ServersKilledAtRandomStepsResumeFromACommonStepAndFinish
     EXPECT_GE(common, resumed) << "the job went back past a step it had resumed from";
     resumed = common;
     const bool final = round == kKills;
-    std::vector<Process*> job = start(run, true, final ? Path("final.ckpt") : "");
+    std::vector<Process*> job = start(run, final ? Path("final.ckpt") : "");
     if (!final) {
       // Kill server (round % 2) once both have checkpointed a few steps more.
       const int64_t target = common + std::uniform_int_distribution<int64_t>(2, 10)(random);
@@ -511,7 +512,7 @@ TEST_F(DistributedTest, ServersKilledAtRandomStepsResumeFromACommonStepAndFinish
   const auto got = Parameters(Path("final.ckpt"));
   ASSERT_EQ(got.size(), expected.size());
   for (const auto& [name, value] : expected) {
-    EXPECT_LE(RelativeDifference(got.at(name), value), 1e-6) << name;
+    EXPECT_LE(RelativeDifference(got.at(name), value), 1e-5) << name;
   }
 }
 
