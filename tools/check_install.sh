@@ -4,8 +4,8 @@
 # and runs its gradient check, runs the installed `rill` with the plugin on a
 # program file, compiles the check again with pkg-config, builds and runs the
 # embedding trainer (examples/embedding: the loss goes down, it resumes from
-# its checkpoint, it traces a step), and embeds a trace in the installed
-# visualizer page (when it was built).
+# its checkpoint, refuses one beyond its last step, it traces a step), and
+# embeds a trace in the installed visualizer page (when it was built).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${RILL_BUILD_DIR:-build}
@@ -54,6 +54,12 @@ first=$("$work/embedding/blob_trainer" --steps 60 --dir "$work/run")
 echo "$first"
 again=$("$work/embedding/blob_trainer" --steps 120 --dir "$work/run" --resume)
 echo "$again"
+# Its checkpoint (at step 120) is beyond a run of 100 steps: refused, naming it.
+if refused=$("$work/embedding/blob_trainer" --steps 100 --dir "$work/run" --resume 2>&1); then
+  echo "a checkpoint beyond --steps was accepted: $refused" >&2
+  exit 1
+fi
+grep -q "checkpoint.bin: is at step 120, beyond --steps 100" <<<"$refused"
 python3 - "$first" "$again" <<'PY'
 import re, sys
 first, again = sys.argv[1], sys.argv[2]

@@ -1,5 +1,6 @@
 #include "rill/pserver.h"
 
+#include <algorithm>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <future>
@@ -17,6 +18,7 @@
 #include "rill/executor.h"
 #include "rill/log.h"
 #include "rill/op_desc.h"
+#include "rill/program_io.h"
 #include "rill/runtime.h"
 #include "rill/scope.h"
 #include "rill/selected_rows.h"
@@ -107,7 +109,7 @@ void MeanInto(const std::map<int, Variable>& parts, int trainers, Variable* out)
 
 struct ParameterServer::State {
   ParameterServerOptions options;
-  proto::ProgramDesc main;
+  proto::ProgramDesc main, startup;
   ServeConfig config;
   std::string name;  // "parameter server 0 (127.0.0.1:6000)"
   Scope scope;
@@ -140,6 +142,16 @@ struct ParameterServer::State {
   std::map<int, Trainer> trainers;
   std::map<caf::actor_addr, int> trainer_by_addr;
   Clock::time_point started;
+  bool failed = false;  // the serve failed: later messages are dropped
+
+  // Null without a checkpoint path. Until a trainer's RESUME says which step
+  // the job goes on from, nothing is pushed or pulled (distributed.md).
+  std::unique_ptr<PserverCheckpoints> checkpoints;
+  bool resumed = false;
+  int resumed_by = -1;  // the trainer whose RESUME chose the step
+  int64_t resumed_step = 0;
+  // What the server could start from at start-up (the public start_steps()).
+  std::vector<int64_t> start_steps;
 
   std::mutex mutex;
   std::promise<void> finished;
@@ -182,8 +194,12 @@ void Reply(caf::event_based_actor* self, const caf::actor& to, const proto::Wire
   if (to) self->send(to, wire_atom::value, EncodeWire(message));
 }
 
-// A trainer is gone: tell the others, end the serve with the reason.
+// The serve fails (a trainer is gone, an update or a checkpoint failed): tell
+// the trainers, end the serve with the reason. Only the first failure counts:
+// what follows from it (the trainers leaving) is not logged as another.
 void FailServe(caf::event_based_actor* self, State& s, ErrorCode code, const std::string& why) {
+  if (s.failed) return;
+  s.failed = true;
   s.Log(why, LogLevel::kError);
   for (auto& [id, trainer] : s.trainers) {
     if (!trainer.bye) Reply(self, trainer.link, WireError(StrCat(s.name, ": ", why)));
@@ -208,20 +224,37 @@ void AnswerPulls(caf::event_based_actor* self, State& s, State::Served& block) {
   block.waiting.swap(still);
 }
 
-// Runs the block's update with the gradient now in the scope.
+// Runs the block's update with the gradient now in the scope, then saves a
+// checkpoint when one is due (before the pulls of the step are answered: see
+// distributed.md, "Checkpoints"). A failure here is the server's (an optimizer
+// op, the checkpoint's disk), not the sender's: it ends the serve with its
+// cause.
 void Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t step) {
-  if (s.prepare && step > s.prepared_step) {
-    s.executor.Run(*s.prepare);
-    s.prepared_step = step;
-  }
-  s.executor.Run(*block.block);
-  ++block.version;
-  const int64_t before = s.completed.load();
-  const int64_t now = s.CompletedSteps();
-  s.completed.store(now);
-  if (now > before && s.options.checkpoint_every > 0 && now % s.options.checkpoint_every == 0 &&
-      !s.options.checkpoint_path.empty()) {
-    SavePserverCheckpoint(s.main, s.scope, now, s.options.checkpoint_path);
+  try {
+    if (s.prepare && step > s.prepared_step) {
+      s.executor.Run(*s.prepare);
+      s.prepared_step = step;
+    }
+    s.executor.Run(*block.block);
+    ++block.version;
+    const int64_t before = s.completed.load();
+    const int64_t now = s.CompletedSteps();
+    s.completed.store(now);
+    if (now > before && s.checkpoints && s.options.checkpoint_every > 0 &&
+        now % s.options.checkpoint_every == 0) {
+      try {
+        s.checkpoints->Save(s.scope, now);
+      } catch (const Error& e) {
+        throw Error(e.code(),
+                    StrCat("cannot save the checkpoint of step ", now, ": ", e.message()));
+      }
+    }
+  } catch (const Error& e) {
+    FailServe(self, s, e.code(), e.message());
+    return;
+  } catch (const std::exception& e) {
+    FailServe(self, s, ErrorCode::kInternal, e.what());
+    return;
   }
   AnswerPulls(self, s, block);
 }
@@ -230,6 +263,8 @@ void HandlePush(caf::event_based_actor* self, State& s, int trainer, proto::Wire
   auto it = s.by_grad.find(message.var());
   RILL_CHECK(it != s.by_grad.end(), kNotFound, "trainer ", trainer, " pushed \"", message.var(),
              "\", which this server does not receive");
+  RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pushed \"", message.var(),
+             "\" before a RESUME said which step the job starts from");
   State::Served& block = s.served[it->second];
   Variable part;
   if (message.selected_rows()) {
@@ -255,6 +290,18 @@ void HandlePush(caf::event_based_actor* self, State& s, int trainer, proto::Wire
   Apply(self, s, block, message.step());
 }
 
+// The steps this server can start from, newest first, as a HELLO reply says
+// them: its checkpoints' (and 0, the startup values, while it has fewer than
+// two); once started, the step it started from (the job's, for the trainers
+// that come later: in sync mode the server cannot be past it before they push,
+// in async mode it may be, and they start where the others did); none when it
+// holds no parameters (it can start anywhere).
+std::vector<int64_t> StartSteps(const State& s) {
+  if (s.served.empty()) return {};
+  if (s.resumed) return {s.resumed_step};
+  return s.checkpoints ? s.checkpoints->steps() : std::vector<int64_t>{0};
+}
+
 // HELLO from a trainer: check its token and id, register and watch it.
 void HandleHello(caf::event_based_actor* self, State& s, const caf::actor& link,
                  const proto::WireMessage& message) {
@@ -277,10 +324,62 @@ void HandleHello(caf::event_based_actor* self, State& s, const caf::actor& link,
   s.trainer_by_addr[link.address()] = id;
   self->monitor(link);
   s.Log(StrCat("trainer ", id, " connected"));
-  Reply(self, link, WireHelloReply(s.CompletedSteps()));
+  if (!s.resumed && s.checkpoints && message.last_step() > 0) {
+    for (int64_t step : s.checkpoints->steps()) {
+      if (step <= message.last_step()) continue;
+      FailServe(
+          self, s, ErrorCode::kInvalidArgument,
+          StrCat("checkpoint ", s.checkpoints->Describe(step), " is at step ", step,
+                 ", beyond the last step of this job (", message.last_step(), ", says trainer ", id,
+                 "): a checkpoint of another job? Remove it to start over"));
+      return;
+    }
+  }
+  Reply(self, link, WireHelloReply(StartSteps(s)));
+}
+
+// RESUME from a trainer: the job goes on from `step`, one of every server's
+// start steps. The first RESUME puts the values of that step in place; later
+// ones (the other trainers) must name the same step.
+void HandleResume(caf::event_based_actor* self, State& s, int trainer, const caf::actor& link,
+                  int64_t step) {
+  if (s.resumed) {
+    RILL_CHECK(s.served.empty() || step == s.resumed_step, kInvalidArgument, "trainer ", trainer,
+               " asks to start from step ", step, ", but trainer ", s.resumed_by,
+               " started this server from step ", s.resumed_step);
+    Reply(self, link, WireResumed(step));
+    return;
+  }
+  const std::vector<int64_t> steps = StartSteps(s);
+  if (!s.served.empty() && std::find(steps.begin(), steps.end(), step) == steps.end()) {
+    std::string list;
+    for (int64_t k : steps) list += StrCat(list.empty() ? "" : ", ", k);
+    Fail(ErrorCode::kInvalidArgument, "trainer ", trainer, " asks to start from step ", step,
+         "; this server can start from step ", list);
+  }
+  if (s.checkpoints && !s.served.empty()) {
+    try {
+      s.checkpoints->Resume(step, &s.scope);
+    } catch (const Error& e) {
+      FailServe(self, s, e.code(), StrCat("cannot start from step ", step, ": ", e.message()));
+      return;
+    }
+  }
+  s.prepared_step = step;
+  for (State::Served& block : s.served) block.version = step;
+  s.completed.store(step);
+  s.resumed = true;
+  s.resumed_by = trainer;
+  s.resumed_step = step;
+  const std::string values = s.served.empty() ? std::string("it holds no parameters")
+                             : s.checkpoints  ? s.checkpoints->Describe(step)
+                                              : std::string("the startup values");
+  s.Log(StrCat("starting from step ", step, " (", values, "), as trainer ", trainer, " asks"));
+  Reply(self, link, WireResumed(step));
 }
 
 void HandleMessage(caf::event_based_actor* self, State& s, const std::string& bytes) {
+  if (s.failed) return;
   const caf::actor sender = caf::actor_cast<caf::actor>(self->current_sender());
   auto known = sender ? s.trainer_by_addr.find(sender.address()) : s.trainer_by_addr.end();
   const int trainer = known == s.trainer_by_addr.end() ? -1 : known->second;
@@ -298,10 +397,15 @@ void HandleMessage(caf::event_based_actor* self, State& s, const std::string& by
     switch (message.kind()) {
       case proto::WireMessage::HEARTBEAT: return;
       case proto::WireMessage::PUSH: HandlePush(self, s, trainer, message); return;
+      case proto::WireMessage::RESUME:
+        HandleResume(self, s, trainer, sender, message.step());
+        return;
       case proto::WireMessage::PULL: {
         auto it = s.by_param.find(message.var());
         RILL_CHECK(it != s.by_param.end(), kNotFound, "trainer ", trainer, " pulled \"",
                    message.var(), "\", which this server does not serve");
+        RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pulled \"", message.var(),
+                   "\" before a RESUME said which step the job starts from");
         s.served[it->second].waiting.push_back({sender, trainer, message.step()});
         AnswerPulls(self, s, s.served[it->second]);
         return;
@@ -396,14 +500,20 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
   s.name = StrCat("parameter server ", s.config.server_index, " (", s.options.endpoint, ")");
   const Endpoint endpoint = ParseEndpoint(s.options.endpoint);
 
-  int64_t step = 0;
-  Executor().Run(startup, &s.scope);
-  if (!s.options.checkpoint_path.empty() && PserverCheckpointExists(s.options.checkpoint_path)) {
-    step = LoadPserverCheckpoint(s.main, &s.scope, s.options.checkpoint_path);
-    s.Log(StrCat("resumed from ", s.options.checkpoint_path, " at step ", step));
+  if (!s.options.checkpoint_path.empty()) {
+    // Found now, not at the first save, many steps into the job.
+    try {
+      CheckWritable(s.options.checkpoint_path);
+    } catch (const Error& e) {
+      throw Error(e.code(), StrCat(s.name, ": cannot write checkpoints: ", e.message()));
+    }
   }
-  s.prepared_step = step;
-  s.completed = step;
+  s.startup = startup;
+  Executor().Run(s.startup, &s.scope);
+  if (!s.options.checkpoint_path.empty()) {
+    s.checkpoints = std::make_unique<PserverCheckpoints>(s.main, s.startup,
+                                                         s.options.checkpoint_path, &s.scope);
+  }
   if (s.config.prepare_block >= 0) {
     s.prepare = s.executor.Prepare(s.main, &s.scope, s.config.prepare_block);
   }
@@ -412,7 +522,6 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
     served.grad = s.config.grads[i];
     served.param = s.config.params[i];
     served.block = s.executor.Prepare(s.main, &s.scope, s.config.blocks[i]);
-    served.version = step;
     RILL_CHECK(
         s.scope.FindVar(served.param) && s.scope.FindVar(served.param)->tensor().initialized(),
         kInvalidArgument, s.name, ": parameter \"", served.param, "\" has no value after startup");
@@ -420,6 +529,7 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
     s.by_param[served.param] = i;
     s.served.push_back(std::move(served));
   }
+  s.start_steps = StartSteps(s);
   s.started = Clock::now();
   s.actor = ActorSystemOf(*runtime_).spawn(ServerActor, state_);
   try {
@@ -439,6 +549,8 @@ ParameterServer::~ParameterServer() {
 uint16_t ParameterServer::port() const { return state_->port; }
 
 int64_t ParameterServer::step() const { return state_->completed.load(); }
+
+const std::vector<int64_t>& ParameterServer::start_steps() const { return state_->start_steps; }
 
 void ParameterServer::Serve() {
   auto finished = state_->finished.get_future();

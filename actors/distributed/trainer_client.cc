@@ -1,5 +1,6 @@
 #include "rill/trainer_client.h"
 
+#include <algorithm>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <future>
@@ -37,8 +38,10 @@ struct TrainerClient::Link {
   std::mutex mutex;
   std::unordered_map<std::string, PullDone> pending;  // by variable: one pull each at a time
   std::exception_ptr failure;
-  std::promise<int64_t> hello;  // the server's step, or why it refused
+  std::promise<std::vector<int64_t>> hello;  // the steps the server can start from
   bool hello_done = false;
+  std::promise<int64_t> resumed;  // the step the server started from
+  bool resumed_done = false;
 
   // Fails what waits and everything after; the first reason stays.
   void Fail(ErrorCode code, const std::string& why) {
@@ -52,6 +55,10 @@ struct TrainerClient::Link {
       if (!hello_done) {
         hello_done = true;
         hello.set_exception(error);
+      }
+      if (!resumed_done) {
+        resumed_done = true;
+        resumed.set_exception(error);
       }
     }
     for (auto& [var, done] : waiting) done(Tensor(), error);
@@ -77,7 +84,7 @@ caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerCli
     self->quit();
   });
   self->send(link->server, wire_atom::value,
-             EncodeWire(WireHello(options.trainer_id, options.token)));
+             EncodeWire(WireHello(options.trainer_id, options.token, options.last_step)));
   self->delayed_send(self, options.heartbeat, beat_atom::value);
   return {
       [self, link](relay_atom, std::string& bytes) {
@@ -113,7 +120,15 @@ caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerCli
             std::lock_guard<std::mutex> lock(link->mutex);
             if (!link->hello_done) {
               link->hello_done = true;
-              link->hello.set_value(message.step());
+              link->hello.set_value({message.steps().begin(), message.steps().end()});
+            }
+            return;
+          }
+          case proto::WireMessage::RESUME: {
+            std::lock_guard<std::mutex> lock(link->mutex);
+            if (!link->resumed_done) {
+              link->resumed_done = true;
+              link->resumed.set_value(message.step());
             }
             return;
           }
@@ -157,6 +172,17 @@ TrainerClient::TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOpti
   RILL_CHECK(runtime_ && runtime_->network(), kInvalidArgument,
              "a trainer client needs a Runtime constructed with the network loaded");
   RILL_CHECK(!options_.pservers.empty(), kInvalidArgument, "a trainer needs parameter servers");
+  try {
+    ConnectAll();
+  } catch (...) {
+    // No destructor runs for a constructor that throws: stop the link actors
+    // here, or the runtime's actor system would wait for them forever.
+    CloseLinks();
+    throw;
+  }
+}
+
+void TrainerClient::ConnectAll() {
   caf::actor_system& system = ActorSystemOf(*runtime_);
   const auto deadline = Clock::now() + options_.connect_timeout;
   for (const std::string& endpoint : options_.pservers) {
@@ -169,26 +195,65 @@ TrainerClient::TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOpti
     link->actor = system.spawn(LinkActor, link, options_);
     links_.push_back(link);
   }
-  bool first = true;
+  std::vector<std::vector<int64_t>> offered;
   for (auto& link : links_) {
     auto hello = link->hello.get_future();
     if (hello.wait_until(deadline) != std::future_status::ready) {
       link->Fail(ErrorCode::kTimeout,
                  StrCat("parameter server ", link->endpoint, " did not answer HELLO in time"));
     }
-    const int64_t step = hello.get();  // throws the link's failure
-    RILL_CHECK(first || step == start_step_, kUnavailable, "parameter server ", link->endpoint,
-               " is at step ", step, ", ", links_.front()->endpoint, " at step ", start_step_,
-               ": the servers' checkpoints disagree");
-    start_step_ = step;
-    first = false;
+    offered.push_back(hello.get());  // throws the link's failure
+  }
+  start_step_ = CommonStartStep(offered);
+  // Loading a checkpoint may take a while: a deadline of its own.
+  const auto resume_deadline = Clock::now() + options_.connect_timeout;
+  for (auto& link : links_) {
+    caf::anon_send(link->actor, relay_atom::value,
+                   EncodeWire(WireResume(options_.trainer_id, start_step_)));
+  }
+  for (auto& link : links_) {
+    auto resumed = link->resumed.get_future();
+    if (resumed.wait_until(resume_deadline) != std::future_status::ready) {
+      link->Fail(ErrorCode::kTimeout,
+                 StrCat("parameter server ", link->endpoint, " did not answer RESUME in time"));
+    }
+    const int64_t step = resumed.get();
+    RILL_CHECK(step == start_step_, kUnavailable, "parameter server ", link->endpoint,
+               " started from step ", step, ", not ", start_step_);
   }
   step_.store(start_step_);
 }
 
-TrainerClient::~TrainerClient() {
+int64_t TrainerClient::CommonStartStep(const std::vector<std::vector<int64_t>>& offered) const {
+  // Servers offering no step hold no parameters: they start anywhere.
+  std::vector<int64_t> candidates;
+  for (const auto& steps : offered) candidates.insert(candidates.end(), steps.begin(), steps.end());
+  std::sort(candidates.rbegin(), candidates.rend());
+  for (int64_t step : candidates) {
+    bool everywhere = true;
+    for (const auto& steps : offered) {
+      everywhere = everywhere &&
+                   (steps.empty() || std::find(steps.begin(), steps.end(), step) != steps.end());
+    }
+    if (everywhere) return step;
+  }
+  if (candidates.empty()) return 0;
+  std::string listing;
+  for (size_t i = 0; i < links_.size(); ++i) {
+    std::string steps;
+    for (int64_t step : offered[i]) steps += StrCat(steps.empty() ? "step " : ", ", step);
+    listing += StrCat(i ? "; " : "", links_[i]->endpoint, " can start from ",
+                      steps.empty() ? std::string("any step") : steps);
+  }
+  Fail(ErrorCode::kUnavailable, "the parameter servers have no step to start from in common (",
+       listing, "): are their checkpoints of one job?");
+}
+
+void TrainerClient::CloseLinks() {
   for (auto& link : links_) caf::anon_send(link->actor, close_atom::value);
 }
+
+TrainerClient::~TrainerClient() { CloseLinks(); }
 
 TrainerClient::Link& TrainerClient::LinkFor(const std::string& endpoint) {
   for (auto& link : links_) {

@@ -166,9 +166,17 @@ void CheckMessage(const WireMessage& message, const std::string& peer) {
   std::string where = StrCat("wire ", WireKindName(kind), " from ", peer);
   if (!message.var().empty()) where += StrCat(" of \"", message.var(), "\"");
   RILL_CHECK(message.step() >= 0, kInvalidArgument, where, ": negative step ", message.step());
+  RILL_CHECK(message.last_step() >= 0, kInvalidArgument, where, ": negative last_step ",
+             message.last_step());
+  for (int64_t step : message.steps()) {
+    RILL_CHECK(step >= 0, kInvalidArgument, where, ": negative step ", step, " in steps");
+  }
+  RILL_CHECK(kind == WireMessage::HELLO || message.steps_size() == 0, kInvalidArgument, where,
+             ": only a HELLO carries steps");
   switch (kind) {
     case WireMessage::HELLO:
     case WireMessage::BYE:
+    case WireMessage::RESUME:
       RILL_CHECK(message.trainer_id() >= 0, kInvalidArgument, where, ": negative trainer_id ",
                  message.trainer_id());
       break;
@@ -206,17 +214,33 @@ std::string PayloadSource(const WireMessage& message) {
 
 }  // namespace
 
-WireMessage WireHello(int trainer_id, const std::string& token) {
+WireMessage WireHello(int trainer_id, const std::string& token, int64_t last_step) {
   WireMessage message;
   message.set_kind(WireMessage::HELLO);
   message.set_trainer_id(trainer_id);
   message.set_token(token);
+  message.set_last_step(last_step);
   return message;
 }
 
-WireMessage WireHelloReply(int64_t step) {
+WireMessage WireHelloReply(const std::vector<int64_t>& steps) {
   WireMessage message;
   message.set_kind(WireMessage::HELLO);
+  message.mutable_steps()->Add(steps.begin(), steps.end());
+  return message;
+}
+
+WireMessage WireResume(int trainer_id, int64_t step) {
+  WireMessage message;
+  message.set_kind(WireMessage::RESUME);
+  message.set_trainer_id(trainer_id);
+  message.set_step(step);
+  return message;
+}
+
+WireMessage WireResumed(int64_t step) {
+  WireMessage message;
+  message.set_kind(WireMessage::RESUME);
   message.set_step(step);
   return message;
 }

@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "rill/proto/wire.pb.h"
 #include "rill/selected_rows.h"
@@ -31,10 +32,14 @@ namespace rill {
 
 // -- building ---------------------------------------------------------------
 
-// HELLO from a trainer: its id and the job's token.
-proto::WireMessage WireHello(int trainer_id, const std::string& token);
-// HELLO answered by a server: the step it is at.
-proto::WireMessage WireHelloReply(int64_t step);
+// HELLO from a trainer: its id, the job's token and the job's last step (0: not known).
+proto::WireMessage WireHello(int trainer_id, const std::string& token, int64_t last_step = 0);
+// HELLO answered by a server: the steps it can start from, newest first.
+proto::WireMessage WireHelloReply(const std::vector<int64_t>& steps);
+// RESUME from a trainer: start from `step`; the server answers RESUME with the
+// step it is at (WireResumed).
+proto::WireMessage WireResume(int trainer_id, int64_t step);
+proto::WireMessage WireResumed(int64_t step);
 // PUSH of a dense value (a gradient) for `step`. The tensor must hold a value on the CPU.
 proto::WireMessage WirePush(const std::string& var, int64_t step, const Tensor& value);
 // PUSH of a row-sparse value.
@@ -58,7 +63,8 @@ std::string EncodeWire(const proto::WireMessage& message);
 
 // The message `bytes` hold, checked: at most limits.max_message_bytes (checked
 // before parsing), a known kind, and the fields that kind needs present and
-// consistent (see proto/wire.proto): a HELLO or BYE has trainer_id >= 0; a
+// consistent (see proto/wire.proto): no step, last_step or HELLO step is
+// negative; a HELLO, BYE or RESUME has trainer_id >= 0; a
 // PUSH, PULL or VALUE names a variable; a PUSH or VALUE carries a tensor
 // whose bytes match its dtype and shape (a PUSH may carry a compressed tensor
 // instead: known codes, a chunk >= 1, as many scales as chunks, none negative

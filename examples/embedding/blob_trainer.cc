@@ -1,9 +1,10 @@
 // A trainer of one's own with Rill inside: its own data (three Gaussian blobs
 // in the plane, drawn as it goes), its own loop on the actor executor over two
 // places, a checkpoint every N steps (parameters, Adam's state and the step
-// reached), resuming from the last one, a trace of one step, and an op of its
-// own run by an actor of its own: grad_norm watches the gradients and
-// publishes their norm on a channel the loop reads.
+// reached, in one file replaced atomically), resuming from the last one, a
+// trace of one step, and an op of its own run by an actor of its own:
+// grad_norm watches the gradients and publishes their norm on a channel the
+// loop reads.
 //
 //   blob_trainer --steps 60 --dir run            # trains, checkpoints at 20, 40, 60
 //   blob_trainer --steps 120 --dir run --resume  # goes on from step 60
@@ -14,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 
@@ -106,7 +106,10 @@ int main(int argc, char** argv) try {
   const Options opt = Parse(argc, argv);
   std::filesystem::create_directories(opt.dir);
   const std::string checkpoint = opt.dir + "/checkpoint.bin";
-  const std::string step_file = opt.dir + "/step.txt";
+  const std::string trace_file = opt.dir + "/last_step_trace.json";
+  // Found now rather than at the first checkpoint, steps into the run.
+  CheckWritable(checkpoint);
+  CheckWritable(trace_file);
 
   // The model: 2 -> 32 -> 3, softmax cross-entropy, Adam.
   Program main, startup;
@@ -132,8 +135,15 @@ int main(int argc, char** argv) try {
   Executor().Run(startup.desc(), &scope);
   int step = 0;
   if (opt.resume) {
-    LoadCheckpoint(main.desc(), &scope, checkpoint);
-    std::ifstream(step_file) >> step;
+    // The step is saved in the checkpoint, with the values of that step.
+    const int64_t saved = LoadCheckpoint(main.desc(), &scope, checkpoint);
+    if (saved < 0 || saved > opt.steps) {
+      throw Error(ErrorCode::kInvalidArgument,
+                  checkpoint + (saved < 0 ? std::string(": has no step")
+                                          : ": is at step " + std::to_string(saved) +
+                                                ", beyond --steps " + std::to_string(opt.steps)));
+    }
+    step = static_cast<int>(saved);
     std::printf("resumed from step %d\n", step);
   }
 
@@ -165,15 +175,14 @@ int main(int argc, char** argv) try {
     }
     if (first < 0) first = last;
     if ((step + 1) % opt.checkpoint_every == 0 || step + 1 == opt.steps) {
-      SaveCheckpoint(main.desc(), scope, checkpoint);
-      std::ofstream(step_file) << step + 1 << "\n";
+      SaveCheckpoint(main.desc(), scope, checkpoint, step + 1);
     }
   }
-  trace->WriteFile(opt.dir + "/last_step_trace.json");
+  trace->WriteFile(trace_file);
   std::printf("steps to %d: loss %.4f -> %.4f; checkpoint %s; trace %s/last_step_trace.json\n",
               step, first, last, checkpoint.c_str(), opt.dir.c_str());
   return 0;
-} catch (const Error& e) {
+} catch (const std::exception& e) {  // rill::Error, or the file system's (--dir)
   std::fprintf(stderr, "blob_trainer: %s\n", e.what());
   return 1;
 }

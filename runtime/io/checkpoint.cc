@@ -1,7 +1,6 @@
-// Checkpoint files: persistable variables as a serialized proto::TensorSet.
+// Checkpoints: a program's persistable variables to and from checkpoint files
+// (the format is checkpoint_file.cc's).
 #include "rill/checkpoint.h"
-
-#include <google/protobuf/stubs/logging.h>
 
 #include <algorithm>
 #include <bit>
@@ -137,8 +136,8 @@ Tensor TensorFromProto(const proto::TensorProto& proto, const std::string& sourc
   return tensor;
 }
 
-void SaveCheckpoint(const proto::ProgramDesc& program, const Scope& scope,
-                    const std::string& path) {
+void SaveCheckpoint(const proto::ProgramDesc& program, const Scope& scope, const std::string& path,
+                    int64_t step) {
   proto::TensorSet set;
   for (const std::string& name : PersistableVarNames(program)) {
     const Variable* var = scope.FindVar(name);
@@ -150,27 +149,16 @@ void SaveCheckpoint(const proto::ProgramDesc& program, const Scope& scope,
                             StrCat("cannot save checkpoint ", path, ": "));
     *set.add_tensors() = TensorToProto(name, value);
   }
-  std::string bytes;
-  RILL_CHECK(set.SerializeToString(&bytes), kIo, path,
-             ": cannot serialize the checkpoint (over 2 GiB?)");
-  WriteFileAtomically(path, bytes);
+  WriteCheckpointFile(path, set, step);
 }
 
-proto::TensorSet ReadTensorSet(const std::string& path) {
-  const std::string bytes = ReadFileToString(path);
-  proto::TensorSet set;
-  google::protobuf::LogSilencer quiet;
-  if (!set.ParseFromString(bytes)) {
-    Fail(ErrorCode::kParse, path, ": not a checkpoint file (", bytes.size(),
-         " bytes that do not parse as a TensorSet)");
-  }
-  return set;
-}
+proto::TensorSet ReadTensorSet(const std::string& path) { return ReadCheckpointFile(path).tensors; }
 
-void LoadCheckpoint(const proto::ProgramDesc& program, Scope* scope, const std::string& path) {
-  const proto::TensorSet set = ReadTensorSet(path);
-  const std::map<std::string, int> index = IndexByName(set, path);
-  std::vector<std::pair<std::string, Tensor>> loaded;
+CheckpointValues ReadCheckpoint(const proto::ProgramDesc& program, const std::string& path) {
+  const CheckpointFile file = ReadCheckpointFile(path);
+  const std::map<std::string, int> index = IndexByName(file.tensors, path);
+  CheckpointValues result;
+  result.step = file.step;
   for (const std::string& name : PersistableVarNames(program)) {
     int block = 0;
     const proto::VarDesc* desc = FirstDeclaration(program, name, &block);
@@ -179,11 +167,17 @@ void LoadCheckpoint(const proto::ProgramDesc& program, Scope* scope, const std::
       Fail(ErrorCode::kNotFound, path, ": the checkpoint has no variable \"", name,
            "\" (declared persistable in block ", block, ")");
     }
-    Tensor value = TensorFromProto(set.tensors(it->second), path);
+    Tensor value = TensorFromProto(file.tensors.tensors(it->second), path);
     CheckAgainstDeclaration(*desc, block, value.shape(), value.dtype(), StrCat(path, ": saved "));
-    loaded.emplace_back(name, std::move(value));
+    result.values.emplace_back(name, std::move(value));
   }
-  for (auto& [name, value] : loaded) Store(scope, name, std::move(value));
+  return result;
+}
+
+int64_t LoadCheckpoint(const proto::ProgramDesc& program, Scope* scope, const std::string& path) {
+  CheckpointValues checkpoint = ReadCheckpoint(program, path);
+  for (auto& [name, value] : checkpoint.values) Store(scope, name, std::move(value));
+  return checkpoint.step;
 }
 
 std::vector<std::string> LoadCheckpoint(Scope* scope, const std::string& path) {

@@ -305,4 +305,24 @@ void WriteFileAtomically(const std::string& path, const std::string& contents) {
   }
 }
 
+void CheckWritable(const std::string& path) {
+  RILL_CHECK(!path.empty(), kIo, "cannot write a file with an empty path");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    Fail(ErrorCode::kIo, path, ": is a directory, not a file");
+  }
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  const std::string dir = parent.empty() ? std::string(".") : parent.string();
+  // The name WriteFileAtomically's temporary files take, so the probe fails
+  // where they would.
+  const std::string probe = StrCat(path, ".tmp.", static_cast<long>(::getpid()), ".probe");
+  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    Fail(ErrorCode::kIo, path, ": not writable: cannot create a file in ", dir, " (", ErrnoText(),
+         ")");
+  }
+  ::close(fd);
+  ::unlink(probe.c_str());
+}
+
 }  // namespace rill

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "actors/distributed/wire_atom.h"
 #include "actors/executor/runtime_internals.h"
 #include "rill/builder.h"
+#include "rill/checkpoint.h"
 #include "rill/executor.h"
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
@@ -27,6 +29,7 @@
 #include "rill/trainer_client.h"
 #include "rill/transpiler.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/ports.h"
 
 namespace rill {
 namespace {
@@ -72,6 +75,10 @@ TranspileResult Plan(const Model& m, int trainers, const std::vector<std::string
   return Transpile(m.main.desc(), m.startup.desc(), options);
 }
 
+std::string CheckpointOf(const std::string& base, int server) {
+  return base + "." + std::to_string(server);
+}
+
 // Servers of a job, each serving on its own thread.
 struct Servers {
   std::vector<std::shared_ptr<Runtime>> runtimes;
@@ -83,9 +90,12 @@ struct Servers {
     std::vector<std::string> placeholders;
     for (int i = 0; i < count; ++i) placeholders.push_back("127.0.0.1:" + std::to_string(1 + i));
     TranspileResult plan = Plan(m, trainers, placeholders);
+    const std::string checkpoint = options.checkpoint_path;
     for (int i = 0; i < count; ++i) {
       runtimes.push_back(std::make_shared<Runtime>(1, 1, /*network=*/true));
       options.endpoint = "127.0.0.1:0";
+      // Each server of several its own checkpoint: PATH.0, PATH.1, ...
+      if (!checkpoint.empty() && count > 1) options.checkpoint_path = CheckpointOf(checkpoint, i);
       options.log = [](const std::string&) {};
       servers.push_back(std::make_unique<ParameterServer>(
           plan.servers[static_cast<size_t>(i)].main, plan.servers[static_cast<size_t>(i)].startup,
@@ -104,11 +114,12 @@ TrainerClientOptions ClientOptions(int id, const std::vector<std::string>& endpo
   return options;
 }
 
-// One trainer: its rows of each global batch, `steps` steps; the parameters after.
+// One trainer: its rows of each global batch, `steps` steps after the step
+// the servers start from; the parameters after.
 std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int id, int trainers,
                                int steps,
                                GradientCompression compression = GradientCompression::kNone,
-                               TrainerClient::Counters* counters = nullptr) {
+                               TrainerClient::Counters* counters = nullptr, int64_t last_step = 0) {
   auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
   Scope scope;
   Executor().Run(plan.trainer_startup, &scope);
@@ -117,15 +128,16 @@ std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int 
   TrainerClientOptions options = ClientOptions(id, endpoints);
   options.gradient_compression = compression;
   options.compression_min_elements = 60;  // the weights' slices, not the biases
+  options.last_step = last_step;
   auto client = std::make_shared<TrainerClient>(runtime, options);
   TrainerClient::Install(&scope, client);
   PullParameters(plan.trainer_main, *client, &scope);
   {
     ParallelExecutor exe(plan.trainer_main, &scope, {.runtime = runtime});
     const int64_t rows = kBatch / trainers;
-    for (int step = 1; step <= steps; ++step) {
-      client->set_step(client->start_step() + step);
-      exe.Run(Feeds(step, id * rows, (id + 1) * rows), {m.loss});
+    for (int64_t step = client->start_step() + 1; step <= client->start_step() + steps; ++step) {
+      client->set_step(step);
+      exe.Run(Feeds(static_cast<int>(step), id * rows, (id + 1) * rows), {m.loss});
     }
   }
   client->Finish();
@@ -311,6 +323,7 @@ TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
   BuildModel(&m);
   const std::string path = ::testing::TempDir() + "pserver_test.ckpt";
   std::remove(path.c_str());
+  std::remove((path + ".prev").c_str());
   ParameterServerOptions options;
   options.checkpoint_path = path;
   options.checkpoint_every = 3;
@@ -321,15 +334,216 @@ TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
     servers.serving[0].get();
   }
   Servers restarted(m, 1, 1, options);
-  EXPECT_EQ(restarted.servers[0]->step(), 6);
+  EXPECT_EQ(restarted.servers[0]->start_steps(), (std::vector<int64_t>{6, 3}));
   TranspileResult plan = Plan(m, 1, restarted.endpoints);
   // No steps: the trainer pulls the saved parameters and the saved step.
   std::vector<Tensor> resumed = RunTrainer(m, plan, 0, 1, 0);
   restarted.serving[0].get();
+  EXPECT_EQ(restarted.servers[0]->step(), 6);
   for (size_t i = 0; i < m.params.size(); ++i) {
     EXPECT_EQ(MaxRelativeDifference(resumed[i], trained[i]), 0) << m.params[i];
   }
   std::remove(path.c_str());
+  std::remove((path + ".prev").c_str());
+}
+
+TEST(ParameterServer, AnUnwritableCheckpointPathIsRefusedAtStart) {
+  Model m;
+  BuildModel(&m);
+  ParameterServerOptions options;
+  options.checkpoint_path = ::testing::TempDir() + "no_such_dir/pserver.ckpt";
+  options.checkpoint_every = 2;
+  try {
+    Servers servers(m, 1, 1, options);
+    ADD_FAILURE() << "the server started";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find(options.checkpoint_path + ": not writable"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The checkpoint's directory vanishes mid-job: the serve ends with the I/O
+// error as its cause (not with the trainers that leave because of it), and
+// the trainer hears it.
+TEST(ParameterServer, ACheckpointThatCannotBeSavedEndsTheServeWithTheIoError) {
+  Model m;
+  BuildModel(&m);
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "pserver_vanish";
+  std::filesystem::create_directories(dir);
+  ParameterServerOptions options;
+  options.checkpoint_path = (dir / "pserver.ckpt").string();
+  options.checkpoint_every = 2;
+  Servers servers(m, 1, 1, options);
+  std::filesystem::remove_all(dir);
+  try {
+    RunTrainer(m, Plan(m, 1, servers.endpoints), 0, 1, 4);
+    ADD_FAILURE() << "the trainer finished";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot save the checkpoint of step 2"), std::string::npos)
+        << e.what();
+  }
+  try {
+    servers.serving[0].get();
+    ADD_FAILURE() << "the serve succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cannot save the checkpoint of step 2: " +
+                                         options.checkpoint_path),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Destroys `runtime`, whose actor system waits for every actor it runs: an
+// actor left behind would hold it forever, so after `limit` a watchdog ends
+// the test process with the reason rather than let it hang. (The runtime is
+// destroyed on the calling thread: destroyed on a thread started for it,
+// CAF 0.17's actor system was seen to hang with no actor of ours left.)
+void ExpectShutsDownWithin(std::shared_ptr<Runtime> runtime, std::chrono::seconds limit) {
+  auto done = std::make_shared<std::promise<void>>();
+  std::thread([finished = done->get_future(), limit]() {
+    if (finished.wait_for(limit) != std::future_status::ready) {
+      std::fprintf(stderr,
+                   "FAILED: the runtime did not shut down within %lld s: an actor is left\n",
+                   static_cast<long long>(limit.count()));
+      std::_Exit(1);
+    }
+  }).detach();
+  runtime.reset();
+  done->set_value();
+}
+
+// Files of a checkpoint path: the newest and the previous.
+std::vector<std::string> CheckpointFiles(const std::string& path) { return {path, path + ".prev"}; }
+
+void CopyCheckpoint(const std::string& from, const std::string& to) {
+  for (size_t i = 0; i < 2; ++i) {
+    const std::string source = CheckpointFiles(from)[i], target = CheckpointFiles(to)[i];
+    std::filesystem::remove(target);
+    if (std::filesystem::exists(source)) std::filesystem::copy_file(source, target);
+  }
+}
+
+// Two servers checkpointing every 2 steps, restarted after steps 2, 4 and 6
+// (the trainer resuming each time); server 1's checkpoints as they were after
+// step 2 (at 2, and the startup values) and after step 4 (at 4 and 2) kept
+// aside, to stand for a server killed before its next checkpoint.
+class TwoServerCheckpoints : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    BuildModel(&m_);
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("pserver_test_" +
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    options_.checkpoint_path = (dir_ / "pserver.ckpt").string();
+    options_.checkpoint_every = 2;
+    for (int round = 1; round <= 3; ++round) {
+      Servers servers(m_, 1, 2, options_);
+      trained_ = RunTrainer(m_, Plan(m_, 1, servers.endpoints), 0, 1, 2);
+      for (auto& serving : servers.serving) serving.get();
+      if (round < 3) CopyCheckpoint(Server(1), Kept(2 * round));
+    }
+  }
+  void TearDown() override {
+    if (!HasFailure()) std::filesystem::remove_all(dir_);
+  }
+  std::string Server(int i) const { return CheckpointOf(options_.checkpoint_path, i); }
+  std::string Kept(int step) const { return (dir_ / ("kept" + std::to_string(step))).string(); }
+
+  Model m_;
+  std::filesystem::path dir_;
+  ParameterServerOptions options_;
+  std::vector<Tensor> trained_;  // after 6 steps
+};
+
+// Server 0 has checkpoints at 6 and 4, server 1 at 4 and 2: the job goes on
+// from 4 on both, server 0 drops its checkpoint of step 6, and the two steps
+// trained again give the parameters of the 6 steps trained without a break.
+TEST_F(TwoServerCheckpoints, ServersWhoseNewestCheckpointsDifferResumeFromTheCommonStep) {
+  CopyCheckpoint(Kept(4), Server(1));
+  Servers servers(m_, 1, 2, options_);
+  EXPECT_EQ(servers.servers[0]->start_steps(), (std::vector<int64_t>{6, 4}));
+  EXPECT_EQ(servers.servers[1]->start_steps(), (std::vector<int64_t>{4, 2}));
+  const std::vector<Tensor> again = RunTrainer(m_, Plan(m_, 1, servers.endpoints), 0, 1, 2);
+  for (auto& serving : servers.serving) serving.get();
+  EXPECT_EQ(servers.servers[0]->step(), 6);
+  EXPECT_EQ(servers.servers[1]->step(), 6);
+  for (size_t i = 0; i < m_.params.size(); ++i) {
+    EXPECT_EQ(MaxRelativeDifference(again[i], trained_[i]), 0) << m_.params[i];
+  }
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(ReadCheckpointFile(Server(i)).step, 6) << i;
+    EXPECT_EQ(ReadCheckpointFile(Server(i) + ".prev").step, 4) << i;
+  }
+}
+
+// Server 1's checkpoints are at 2 and 0, server 0's at 6 and 4: nothing in
+// common, so the trainer refuses to start, naming both, and leaves nothing
+// running; the servers keep their files.
+TEST_F(TwoServerCheckpoints, ServersWithNoStepInCommonAreRefused) {
+  CopyCheckpoint(Kept(2), Server(1));
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  {
+    Servers servers(m_, 1, 2, options_);
+    EXPECT_EQ(servers.servers[1]->start_steps(), (std::vector<int64_t>{2, 0}));
+    try {
+      TrainerClient client(runtime, ClientOptions(0, servers.endpoints));
+      ADD_FAILURE() << "the trainer started from step " << client.start_step();
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("no step to start from in common"), std::string::npos) << what;
+      EXPECT_NE(what.find(servers.endpoints[0] + " can start from step 6, 4"), std::string::npos)
+          << what;
+      EXPECT_NE(what.find(servers.endpoints[1] + " can start from step 2, 0"), std::string::npos)
+          << what;
+    }
+    ExpectShutsDownWithin(std::move(runtime), 20s);
+    for (auto& serving : servers.serving) EXPECT_THROW(serving.get(), Error);
+  }
+  EXPECT_EQ(ReadCheckpointFile(Server(0)).step, 6);
+}
+
+// A trainer whose job ends at step 5 meets a server with a checkpoint at 6:
+// the server refuses to serve the job, naming the file.
+TEST_F(TwoServerCheckpoints, ACheckpointBeyondTheJobsLastStepIsRefused) {
+  Servers servers(m_, 1, 2, options_);
+  try {
+    RunTrainer(m_, Plan(m_, 1, servers.endpoints), 0, 1, 0, GradientCompression::kNone, nullptr,
+               /*last_step=*/5);
+    ADD_FAILURE() << "the trainer started";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("checkpoint " + Server(0) +
+                                         " is at step 6, beyond the last step of this job (5"),
+              std::string::npos)
+        << e.what();
+  }
+  for (auto& serving : servers.serving) EXPECT_THROW(serving.get(), Error);
+}
+
+// The second server cannot be reached after the link to the first is up: the
+// constructor throws naming it and leaves no link actor holding the runtime.
+TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
+  Model m;
+  BuildModel(&m);
+  Servers servers(m, 1, 1);
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  const std::string unreachable = "127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort());
+  TrainerClientOptions options = ClientOptions(0, {servers.endpoints[0], unreachable});
+  options.connect_timeout = 1000ms;
+  try {
+    TrainerClient client(runtime, options);
+    ADD_FAILURE() << "connected to " << unreachable;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find(unreachable), std::string::npos) << e.what();
+  }
+  ExpectShutsDownWithin(std::move(runtime), 20s);
+  // The server saw the trainer come and go.
+  EXPECT_THROW(servers.serving[0].get(), Error);
 }
 
 }  // namespace

@@ -39,8 +39,10 @@ std::map<std::string, WireMessage> Seeds() {
   const QuantizedValues int8 = Quantize(gradient.data<float>(), 300, GradientCompression::kInt8);
   const QuantizedValues int4 = Quantize(rows.value.data<float>(), 6, GradientCompression::kInt4, 4);
   return {
-      {"hello", WireHello(1, "token")},
-      {"hello_reply", WireHelloReply(12)},
+      {"hello", WireHello(1, "token", 100)},
+      {"hello_reply", WireHelloReply({40, 30})},
+      {"resume", WireResume(1, 30)},
+      {"resumed", WireResumed(30)},
       {"push_float32", WirePush("fc_0.w_0@GRAD", 3, Ramp(DataType::kFloat32, {3, 4}))},
       {"push_int64", WirePush("step@GRAD", 3, Ramp(DataType::kInt64, {5}))},
       {"push_rows", WirePushRows("emb@GRAD", 3, rows)},

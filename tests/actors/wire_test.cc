@@ -111,11 +111,19 @@ TEST(WireTest, SelectedRowsSurviveEncodeAndDecode) {
 }
 
 TEST(WireTest, ControlMessagesSurviveEncodeAndDecode) {
-  const WireMessage hello = RoundTrip(WireHello(2, "secret"));
+  const WireMessage hello = RoundTrip(WireHello(2, "secret", 500));
   EXPECT_EQ(hello.kind(), WireMessage::HELLO);
   EXPECT_EQ(hello.trainer_id(), 2);
   EXPECT_EQ(hello.token(), "secret");
-  EXPECT_EQ(RoundTrip(WireHelloReply(40)).step(), 40);
+  EXPECT_EQ(hello.last_step(), 500);
+  const WireMessage reply = RoundTrip(WireHelloReply({40, 30}));
+  EXPECT_EQ(std::vector<int64_t>(reply.steps().begin(), reply.steps().end()),
+            (std::vector<int64_t>{40, 30}));
+  const WireMessage resume = RoundTrip(WireResume(1, 30));
+  EXPECT_EQ(resume.kind(), WireMessage::RESUME);
+  EXPECT_EQ(resume.trainer_id(), 1);
+  EXPECT_EQ(resume.step(), 30);
+  EXPECT_EQ(RoundTrip(WireResumed(30)).step(), 30);
   const WireMessage pull = RoundTrip(WirePull("fc_0.b_0"));
   EXPECT_EQ(pull.kind(), WireMessage::PULL);
   EXPECT_EQ(pull.var(), "fc_0.b_0");
@@ -208,6 +216,18 @@ TEST(WireTest, MessagesMissingWhatTheirKindNeedsAreRejected) {
   ExpectRejected(EncodeWire(WireHello(-1, "t")), ErrorCode::kInvalidArgument,
                  {"HELLO", "negative trainer_id -1"});
   ExpectRejected(EncodeWire(WireError("")), ErrorCode::kInvalidArgument, {"no error text"});
+  ExpectRejected(EncodeWire(WireResume(-1, 3)), ErrorCode::kInvalidArgument,
+                 {"RESUME", "negative trainer_id -1"});
+  ExpectRejected(EncodeWire(WireResume(0, -3)), ErrorCode::kInvalidArgument,
+                 {"RESUME", "negative step -3"});
+  ExpectRejected(EncodeWire(WireHelloReply({20, -1})), ErrorCode::kInvalidArgument,
+                 {"HELLO", "negative step -1 in steps"});
+  ExpectRejected(EncodeWire(WireHello(0, "t", -5)), ErrorCode::kInvalidArgument,
+                 {"negative last_step -5"});
+  WireMessage pull_with_steps = WirePull("w");
+  pull_with_steps.add_steps(3);
+  ExpectRejected(EncodeWire(pull_with_steps), ErrorCode::kInvalidArgument,
+                 {"only a HELLO carries steps"});
   ExpectRejected(EncodeWire(WirePush("w@GRAD", -2, Iota(DataType::kFloat32, {2}))),
                  ErrorCode::kInvalidArgument, {"negative step -2"});
   WireMessage pull_with_value = WirePull("w");

@@ -4,7 +4,9 @@
 // parameters of a single-process run on the same global batch; async
 // training converges; a trainer killed with SIGKILL stops the others with
 // an error naming it; a job whose server was killed resumes from the
-// server's checkpoint; a wrong token is refused.
+// server's checkpoint, and servers killed again and again at random steps
+// always resume from a step they share; a trainer that cannot reach a server
+// exits naming it; an unwritable checkpoint path and a wrong token are refused.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -17,9 +19,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -302,10 +306,7 @@ TEST_F(DistributedTest, KilledTrainerStopsServerAndOtherTrainerWithin10s) {
 int64_t CheckpointStep(const std::string& path) {
   if (!std::filesystem::exists(path)) return -1;
   try {
-    const proto::TensorSet set = ReadTensorSet(path);
-    for (const auto& t : set.tensors()) {
-      if (t.name() == "@step") return TensorFromProto(t).data<int64_t>()[0];
-    }
+    return ReadCheckpointFile(path).step;
   } catch (const std::exception&) {
   }
   return -1;
@@ -356,6 +357,163 @@ TEST_F(DistributedTest, KilledServerRestartsFromItsCheckpoint) {
   EXPECT_NE(r0.Output().find("resuming at step " + std::to_string(saved)), std::string::npos)
       << r0.Output();
   EXPECT_NE(again.Output().find("done at step " + until), std::string::npos) << again.Output();
+}
+
+// The trainer's link to the first server is up when the second cannot be
+// reached: it exits 1 naming that server instead of hanging in its runtime's
+// shutdown, and the first server notices the trainer is gone.
+TEST_F(DistributedTest, ATrainerThatCannotReachAServerExitsNamingIt) {
+  const auto endpoints = Endpoints(2);
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--trainers", "1", "--pservers",
+                              Join(endpoints), "--out", Path("job")}),
+            0);
+  Process& server = Start("pserver", {"pserver", "--program", Path("job/pserver0.main.pbtxt"),
+                                      "--endpoint", endpoints[0]});
+  ASSERT_TRUE(server.WaitForOutput("listening", 60s)) << server.Output();
+  Process& trainer =
+      Start("trainer", {"train", "--role", "trainer", "--trainer-id", "0", "--trainers", "1",
+                        "--pservers", Join(endpoints), "--model", "linreg", "--max-steps", "5",
+                        "--connect-timeout-ms", "2000"});
+  ASSERT_TRUE(trainer.Wait(60s)) << "the trainer hangs:\n" << trainer.Output();
+  EXPECT_EQ(trainer.status, 1) << trainer.Output();
+  EXPECT_NE(trainer.Output().find("cannot connect to " + endpoints[1]), std::string::npos)
+      << trainer.Output();
+  ASSERT_TRUE(server.Wait(30s)) << server.Output();
+  EXPECT_EQ(server.status, 1) << server.Output();
+  EXPECT_NE(server.Output().find("trainer 0"), std::string::npos) << server.Output();
+}
+
+TEST_F(DistributedTest, AServerRefusesAnUnwritableCheckpointPathAtStart) {
+  const auto endpoints = Endpoints(1);
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--trainers", "1", "--pservers",
+                              endpoints[0], "--out", Path("job")}),
+            0);
+  const std::string checkpoint = Path("missing/pserver0.ckpt");
+  EXPECT_EQ(Run("pserver",
+                {"pserver", "--program", Path("job/pserver0.main.pbtxt"), "--endpoint",
+                 endpoints[0], "--checkpoint", checkpoint, "--checkpoint-every", "5"},
+                60s),
+            1);
+  const std::string output = processes_.back()->Output();
+  EXPECT_NE(output.find(checkpoint + ": not writable"), std::string::npos) << output;
+  EXPECT_EQ(output.find("listening"), std::string::npos) << output;
+}
+
+// The newest step a server can start from: its checkpoint's, or the previous
+// one's when it was killed between moving the newest aside and writing the
+// next (0 without either).
+int64_t NewestStep(const std::string& path) {
+  for (const std::string& file : {path, path + ".prev"}) {
+    const int64_t step = CheckpointStep(file);
+    if (step >= 0) return step;
+  }
+  return 0;
+}
+
+// Two servers checkpointing every step are killed, one at a time, at random
+// steps, four times (each server twice); every restart goes on from the
+// newest step both servers have (read from their files before the restart:
+// the servers and the trainers must all say that step), and the job, run to
+// its end, has the parameters of a single process trained on the global
+// batch without a break. The kill points come from RILL_KILL_SEED (default:
+// the clock), printed to replay a failure.
+TEST_F(DistributedTest, ServersKilledAtRandomStepsResumeFromACommonStepAndFinish) {
+  const auto endpoints = Endpoints(2);
+  const std::string last = "200";
+  const std::vector<std::string> train = {"--model",     "linreg", "--epochs", "1",
+                                          "--max-steps", last,     "--seed",   "5"};
+  ASSERT_EQ(Run("transpile", {"transpile", "--model", "linreg", "--seed", "5", "--trainers", "2",
+                              "--pservers", Join(endpoints), "--out", Path("job")}),
+            0);
+  const std::vector<std::string> checkpoints = {Path("pserver0.ckpt"), Path("pserver1.ckpt")};
+  // One run of the job: 2 servers, 2 trainers (trainer 0 saving its parameters to `save`).
+  auto start = [&](const std::string& run, const std::string& save) {
+    std::vector<Process*> processes;
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::string> args = {"pserver", "--program",
+                                       Path("job/pserver" + std::to_string(i) + ".main.pbtxt"),
+                                       "--endpoint", endpoints[static_cast<size_t>(i)]};
+      args.insert(args.end(),
+                  {"--checkpoint", checkpoints[static_cast<size_t>(i)], "--checkpoint-every", "1"});
+      processes.push_back(&Start(run + "_pserver" + std::to_string(i), args));
+    }
+    for (int i = 0; i < 2; ++i) {
+      std::vector<std::string> args = {"train",           "--role",     "trainer", "--trainer-id",
+                                       std::to_string(i), "--trainers", "2",       "--pservers",
+                                       Join(endpoints)};
+      args.insert(args.end(), train.begin(), train.end());
+      args.insert(args.end(), {"--batch", "16"});  // a global batch of 32
+      if (i == 0 && !save.empty()) args.insert(args.end(), {"--save", save});
+      processes.push_back(&Start(run + "_trainer" + std::to_string(i), args));
+    }
+    return processes;  // servers 0, 1, then trainers 0, 1
+  };
+  // The reference: one process on the global batch.
+  std::vector<std::string> single = {"train", "--input", "preloaded",           "--batch",
+                                     "32",    "--save",  Path("reference.ckpt")};
+  single.insert(single.end(), train.begin(), train.end());
+  ASSERT_EQ(Run("single", single), 0) << processes_.back()->Output();
+
+  const char* seed_text = std::getenv("RILL_KILL_SEED");
+  const unsigned seed = seed_text ? static_cast<unsigned>(std::strtoul(seed_text, nullptr, 10))
+                                  : static_cast<unsigned>(Clock::now().time_since_epoch().count());
+  std::printf("RILL_KILL_SEED=%u\n", seed);
+  std::mt19937 random(seed);
+  constexpr int kKills = 4;
+  int64_t resumed = 0;
+  for (int round = 0; round <= kKills; ++round) {
+    const std::string run = "run" + std::to_string(round);
+    const int64_t common = std::min(NewestStep(checkpoints[0]), NewestStep(checkpoints[1]));
+    EXPECT_GE(common, resumed) << "the job went back past a step it had resumed from";
+    resumed = common;
+    const bool final = round == kKills;
+    std::vector<Process*> job = start(run, final ? Path("final.ckpt") : "");
+    if (!final) {
+      // Kill server (round % 2) once both have checkpointed a few steps more.
+      const int64_t target = common + std::uniform_int_distribution<int64_t>(2, 10)(random);
+      const auto deadline = Clock::now() + 120s;
+      while (std::min(NewestStep(checkpoints[0]), NewestStep(checkpoints[1])) < target &&
+             !job[0]->Wait(0ms) && !job[1]->Wait(0ms) && Clock::now() < deadline) {
+        std::this_thread::sleep_for(10ms);
+      }
+      Process& victim = *job[static_cast<size_t>(round % 2)];
+      ASSERT_FALSE(victim.Wait(0ms)) << "the server ended before step " << target << ":\n"
+                                     << victim.Output();
+      kill(victim.pid, SIGKILL);
+      for (Process* p : job) ASSERT_TRUE(p->Wait(60s)) << "still running:\n" << p->Output();
+      std::printf(
+          "round %d: resumed from step %lld, killed server %d; checkpoints now at %lld "
+          "and %lld\n",
+          round, static_cast<long long>(common), round % 2,
+          static_cast<long long>(NewestStep(checkpoints[0])),
+          static_cast<long long>(NewestStep(checkpoints[1])));
+    } else {
+      for (Process* p : job) {
+        ASSERT_TRUE(p->Wait(180s)) << p->Output();
+        EXPECT_EQ(p->status, 0) << p->Output();
+      }
+    }
+    const std::string from = "starting from step " + std::to_string(common) + " (";
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_NE(job[static_cast<size_t>(i)]->Output().find(from), std::string::npos)
+          << run << ", server " << i << ":\n"
+          << job[static_cast<size_t>(i)]->Output();
+      if (common > 0) {
+        const std::string resuming = "resuming at step " + std::to_string(common) + "\n";
+        EXPECT_NE(job[static_cast<size_t>(2 + i)]->Output().find(resuming), std::string::npos)
+            << run << ", trainer " << i << ":\n"
+            << job[static_cast<size_t>(2 + i)]->Output();
+      }
+    }
+    if (HasFailure()) return;
+  }
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(NewestStep(checkpoints[static_cast<size_t>(i)]), 200);
+  const auto expected = Parameters(Path("reference.ckpt"));
+  const auto got = Parameters(Path("final.ckpt"));
+  ASSERT_EQ(got.size(), expected.size());
+  for (const auto& [name, value] : expected) {
+    EXPECT_LE(RelativeDifference(got.at(name), value), 1e-5) << name;
+  }
 }
 
 TEST_F(DistributedTest, WrongTokenIsRefused) {

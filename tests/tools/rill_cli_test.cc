@@ -98,9 +98,11 @@ class RillCliTest : public ::testing::Test {
     return Path(name);
   }
 
-  // Runs the rill binary with `args` in the test's directory.
-  Result Rill(std::initializer_list<std::string> args) const {
-    std::string command = "cd " + Quote(dir_.string()) + " && " + Quote(RILL_CLI_PATH);
+  // Runs the rill binary with `args` in the test's directory, after the
+  // shell commands `setup` (limits, traps) when given.
+  Result Rill(std::initializer_list<std::string> args, const std::string& setup = "") const {
+    std::string command = "cd " + Quote(dir_.string()) + " && " + setup +
+                          (setup.empty() ? "" : "; ") + Quote(RILL_CLI_PATH);
     for (const auto& arg : args) command += " " + Quote(arg);
     command += " 2>&1";
     Result result;
@@ -249,6 +251,52 @@ TEST_F(RillCliTest, TrainRefusesAnUnknownGradientCompression) {
 // Device places take batches fed by the driver (the pipeline's read op runs
 // on the host): preloaded by default there, the pipeline refused by name;
 // acpu places train to the CPU places' numbers.
+// Paths written at the end of training are checked before it starts (no
+// data set needed: the check comes first).
+TEST_F(RillCliTest, TrainRefusesUnwritableOutputPathsBeforeTraining) {
+  Result r = Rill({"train", "--max-steps", "1", "--epochs", "1", "--save", "missing/w.ckpt"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--save missing/w.ckpt: not writable: cannot create a file in missing "
+                          "(No such file or directory)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("epoch 1"), std::string::npos) << r.output;
+  Write("plain_file", "x");
+  r = Rill({"train", "--max-steps", "1", "--epochs", "1", "--trace", "plain_file/trace.json"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("--trace plain_file/trace.json: not writable"), std::string::npos)
+      << r.output;
+}
+
+// The checkpoint --save writes at the end fails midway (a file-size limit cuts
+// the write short, as a full disk would): the error names the file and the
+// checkpoint there before is left as it was.
+TEST_F(RillCliTest, LaunchRefusesADirectoryItCannotCreate) {
+  Write("plain_file", "x");
+  const Result r = Rill({"launch", "--dir", "plain_file/job", "--", "--max-steps", "1"});
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--dir plain_file/job: cannot create it: Not a directory"))
+      << r.output;
+  EXPECT_FALSE(Contains(r.output, "internal error")) << r.output;
+}
+
+TEST_F(RillCliTest, TrainSaveThatFailsMidwayLeavesTheOldCheckpoint) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
+  }
+  const std::string old = Write("w.ckpt", "the checkpoint of an earlier run");
+  // 16 blocks (8 or 16 KiB): the linreg model's checkpoint is about 94 KiB.
+  const Result r = Rill({"train", "--model", "linreg", "--epochs", "1", "--max-steps", "3",
+                         "--input", "preloaded", "--save", "w.ckpt"},
+                        "trap '' XFSZ; ulimit -f 16");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(Contains(r.output, "w.ckpt: write failed: File too large")) << r.output;
+  std::ifstream in(old, std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}),
+            "the checkpoint of an earlier run");
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_), {}), 1);  // no temporary left
+}
+
 TEST_F(RillCliTest, DevicePlacesTrainOnPreloadedBatches) {
   const Result refused = Rill({"train", "--places", "acpu:0", "--input", "pipeline"});
   EXPECT_EQ(refused.status, 2) << refused.output;

@@ -6,10 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 
 #include "rill/error.h"
 
@@ -100,18 +102,30 @@ std::vector<std::pair<size_t, std::string>> ChildProcesses::Pump(
   return lines;
 }
 
-std::string ChildProcesses::WaitForLine(const std::string& name, const std::string& text,
-                                        std::chrono::milliseconds timeout) {
+std::vector<std::string> ChildProcesses::WaitForLines(const std::vector<std::string>& names,
+                                                      const std::string& text,
+                                                      std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  size_t index = 0;
-  while (index < children_.size() && children_[index].name != name) ++index;
-  RILL_CHECK(index < children_.size(), kInternal, "no child named ", name);
-  while (std::chrono::steady_clock::now() < deadline && children_[index].running) {
-    for (const auto& [owner, line] : Pump(std::chrono::milliseconds(100))) {
-      if (owner == index && line.find(text) != std::string::npos) return line;
-    }
+  std::set<size_t> waiting;
+  for (const std::string& name : names) {
+    size_t index = 0;
+    while (index < children_.size() && children_[index].name != name) ++index;
+    RILL_CHECK(index < children_.size(), kInternal, "no child named ", name);
+    waiting.insert(index);
   }
-  return "";
+  bool ended = false;  // a child we wait for ended without the line: it never will print it
+  while (!waiting.empty() && !ended) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    for (const auto& [owner, line] : Pump(std::min(left, std::chrono::milliseconds(100)))) {
+      if (line.find(text) != std::string::npos) waiting.erase(owner);
+    }
+    for (size_t index : waiting) ended = ended || !children_[index].running;
+  }
+  std::vector<std::string> missing;
+  for (size_t index : waiting) missing.push_back(children_[index].name);
+  return missing;
 }
 
 const std::vector<ChildProcesses::Child>& ChildProcesses::Wait(std::chrono::milliseconds grace) {

@@ -32,10 +32,12 @@ class ChildProcesses {
   // `grace` to end on their own (a job notices a dead peer), then SIGKILL.
   // Returns the children, with their statuses.
   const std::vector<Child>& Wait(std::chrono::milliseconds grace);
-  // Reads output for up to `timeout` until a line of child `name` contains
-  // `text`; returns that line ("" when the child ended or time ran out).
-  std::string WaitForLine(const std::string& name, const std::string& text,
-                          std::chrono::milliseconds timeout);
+  // Reads the output of every child for up to `timeout` until each child of
+  // `names` printed a line containing `text`, in whatever order they print
+  // (every line read is printed, none is lost). Returns the names of those that
+  // did not: they ended first, or time ran out (empty: all did).
+  std::vector<std::string> WaitForLines(const std::vector<std::string>& names,
+                                        const std::string& text, std::chrono::milliseconds timeout);
   // Sends SIGKILL to every running child.
   void KillAll();
 

@@ -78,7 +78,10 @@ int Launch(const LaunchFlags& flags) {
     RILL_CHECK(mkdtemp(pattern) != nullptr, kIo, "cannot create a directory under /tmp");
     dir = pattern;
   }
-  std::filesystem::create_directories(dir);
+  // The programs and the checkpoints go there: an unusable --dir fails now, naming it.
+  std::error_code created;
+  std::filesystem::create_directories(dir, created);
+  RILL_CHECK(!created, kIo, "--dir ", dir, ": cannot create it: ", created.message());
   const std::string rill = SelfPath();
   std::string endpoints;
   for (int i = 0; i < pservers; ++i) {
@@ -119,14 +122,18 @@ int Launch(const LaunchFlags& flags) {
     }
     job.Start("pserver " + std::to_string(i), argv, env);
   }
-  for (int i = 0; i < pservers; ++i) {
-    const std::string name = "pserver " + std::to_string(i);
-    if (job.WaitForLine(name, "listening on", std::chrono::seconds(60)).empty()) {
+  // The servers print their listening lines in any order: wait for all of them together.
+  std::vector<std::string> servers;
+  for (int i = 0; i < pservers; ++i) servers.push_back("pserver " + std::to_string(i));
+  const std::vector<std::string> silent =
+      job.WaitForLines(servers, "listening on", std::chrono::seconds(60));
+  if (!silent.empty()) {
+    for (const std::string& name : silent) {
       std::fprintf(stderr, "rill launch: %s did not start listening\n", name.c_str());
-      job.KillAll();
-      job.Wait(std::chrono::milliseconds(0));
-      return kExitFailure;
     }
+    job.KillAll();
+    job.Wait(std::chrono::milliseconds(0));
+    return kExitFailure;
   }
   for (int i = 0; i < trainers; ++i) {
     std::vector<std::string> argv = {rill,      "train",        "--role",
@@ -174,8 +181,9 @@ Command AddLaunchCommand(CLI::App& rill) {
       ->type_name("DIR")
       ->default_str("a new directory under /tmp");
   app->add_option("--checkpoint-every", flags->checkpoint_every,
-                  "servers save their variables every K steps to DIR/pserver<i>.ckpt,\n"
-                  "and resume from them when present (0: never)")
+                  "servers save their variables every K steps to DIR/pserver<i>.ckpt (the\n"
+                  "one before: .prev); a job started again with the same DIR goes on from\n"
+                  "the newest step that every server has (0: never)")
       ->type_name("K")
       ->check(AtLeast(0));
   app->add_option("--peer-timeout-ms", flags->peer_timeout_ms,

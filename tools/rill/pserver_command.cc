@@ -57,9 +57,12 @@ int Serve(const PserverFlags& flags) {
   options.limits.max_message_bytes = static_cast<size_t>(role.max_message_mb) << 20;
   auto runtime = std::make_shared<Runtime>(flags.threads, 1, /*network=*/true);
   ParameterServer server(LoadProgram(flags.program), LoadProgram(startup), options, runtime);
-  std::printf("pserver listening on %s:%u (bound to %s), step %lld\n",
+  std::string steps;
+  for (int64_t step : server.start_steps())
+    steps += (steps.empty() ? "" : ", ") + std::to_string(step);
+  std::printf("pserver listening on %s:%u (bound to %s), can start from step %s\n",
               endpoint.substr(0, endpoint.rfind(':')).c_str(), server.port(), flags.bind.c_str(),
-              static_cast<long long>(server.step()));
+              steps.empty() ? "any (it holds no parameters)" : steps.c_str());
   std::fflush(stdout);
   server.Serve();
   std::printf("pserver done at step %lld\n", static_cast<long long>(server.step()));
@@ -85,8 +88,9 @@ Command AddPserverCommand(CLI::App& rill) {
   app->add_option("--bind", flags->bind, "the address it binds (127.0.0.1: loopback only)")
       ->type_name("ADDR");
   app->add_option("--checkpoint", flags->checkpoint,
-                  "save variables and step here every --checkpoint-every steps;\n"
-                  "resume from it when it exists")
+                  "save variables and step here every --checkpoint-every steps, the one\n"
+                  "before at FILE.prev; a restarted job goes on from the newest step every\n"
+                  "server has")
       ->type_name("FILE");
   app->add_option("--checkpoint-every", flags->checkpoint_every, "steps between saves (0: never)")
       ->type_name("K")

@@ -21,6 +21,7 @@
 #include "rill/input_pipeline.h"
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
+#include "rill/program_io.h"
 #include "rill/trace_recorder.h"
 #include "rill/trainer_client.h"
 #include "rill/transpiler.h"
@@ -174,9 +175,25 @@ double PeakRssMiB() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
+// Steps of one epoch over `examples` with `trainers` trainers (1 for a local
+// run, which trains on a last partial batch; trainers drop it, so that every
+// trainer pushes every step).
+size_t StepsPerEpoch(const TrainOptions& opt, size_t examples, int trainers) {
+  const size_t global_batch = static_cast<size_t>(opt.batch) * static_cast<size_t>(trainers);
+  size_t steps = opt.role.role == "trainer" ? examples / global_batch
+                                            : (examples + global_batch - 1) / global_batch;
+  if (opt.max_steps >= 0) steps = std::min(steps, static_cast<size_t>(opt.max_steps));
+  return steps;
+}
+
+// The job's last global step, for the servers to check their checkpoints against.
+int64_t LastStep(const TrainOptions& opt, size_t examples, int trainers) {
+  return static_cast<int64_t>(StepsPerEpoch(opt, examples, trainers)) * opt.epochs;
+}
+
 // Connects a trainer to its servers, makes it the process's client for the
 // send and recv ops, and pulls the parameters it starts from.
-std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role,
+std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role, int64_t last_step,
                                               GradientCompression compression,
                                               std::shared_ptr<Runtime> runtime,
                                               const proto::ProgramDesc& program, Scope* scope) {
@@ -189,6 +206,7 @@ std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role,
   options.connect_timeout = std::chrono::milliseconds(role.connect_timeout_ms);
   options.limits.max_message_bytes = static_cast<size_t>(role.max_message_mb) << 20;
   options.gradient_compression = compression;
+  options.last_step = last_step;
   auto client = std::make_shared<TrainerClient>(std::move(runtime), options);
   TrainerClient::Install(scope, client);
   PullParameters(program, *client, scope);
@@ -216,7 +234,21 @@ SentPerStep SentBytes(const TrainerClient* client, TrainerClient::Counters* befo
   return out;
 }
 
+// The files written at the end (--save, --trace) are checked before training,
+// so an unwritable path fails now rather than after the last epoch.
+void CheckOutputPaths(const TrainOptions& opt) {
+  for (const auto& [flag, path] : {std::pair{"--save", &opt.save}, {"--trace", &opt.trace}}) {
+    if (path->empty()) continue;
+    try {
+      CheckWritable(*path);
+    } catch (const Error& e) {
+      throw Error(e.code(), StrCat(flag, " ", e.message()));
+    }
+  }
+}
+
 int Train(const TrainOptions& opt) {
+  CheckOutputPaths(opt);
   const std::vector<Place> places = ParsePlaces(opt.places);
   const int threads = opt.threads > 0 ? opt.threads : static_cast<int>(places.size());
   const int blas =
@@ -266,6 +298,7 @@ int Train(const TrainOptions& opt) {
   Executor().Run(startup_program, &scope);
   if (pipelined) scope.Var(kReader)->set_object(pipeline);
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
+  const size_t examples = static_cast<size_t>(pipelined ? pipeline->source().size() : train.size());
   std::unique_ptr<StepRunner> step, eval;
   const ActorRunner* actor_step = nullptr;
   std::shared_ptr<TrainerClient> client;
@@ -290,7 +323,8 @@ int Train(const TrainOptions& opt) {
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
     auto runtime = std::make_shared<Runtime>(threads, 1, /*network=*/distributed);
     if (distributed)
-      client = ConnectTrainer(opt.role, build.gradient_compression, runtime, train_program, &scope);
+      client = ConnectTrainer(opt.role, LastStep(opt, examples, opt.role.trainers),
+                              build.gradient_compression, runtime, train_program, &scope);
     ExecutionStrategy traced = strategy;
     traced.trace = trace;
     auto actors =
@@ -302,7 +336,6 @@ int Train(const TrainOptions& opt) {
   }
 
   const bool tty = isatty(STDERR_FILENO) != 0;
-  const size_t examples = static_cast<size_t>(pipelined ? pipeline->source().size() : train.size());
   std::vector<int64_t> order(pipelined ? 0 : examples);
   if (pipelined) pipeline->StartEpoch(1);
   InputPipeline::Counters seen;  // the pipeline's counters at the start of the epoch
@@ -321,10 +354,7 @@ int Train(const TrainOptions& opt) {
       std::mt19937_64 shuffle(opt.seed * 1000003 + static_cast<uint64_t>(epoch));
       std::shuffle(order.begin(), order.end(), shuffle);
     }
-    // Trainers drop a last partial global batch: every trainer pushes every step.
-    size_t steps =
-        distributed ? examples / global_batch : (examples + global_batch - 1) / global_batch;
-    if (opt.max_steps >= 0) steps = std::min(steps, static_cast<size_t>(opt.max_steps));
+    const size_t steps = StepsPerEpoch(opt, examples, trainers);
     const size_t first_step =
         std::min(steps, static_cast<size_t>(std::max<int64_t>(0, start_step - global_step)));
     if (first_step > 0) global_step += static_cast<int64_t>(first_step);

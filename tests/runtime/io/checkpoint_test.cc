@@ -1,8 +1,13 @@
 // Tests of checkpoints: persistable variables saved and restored bit-exactly,
-// and the errors for missing variables or mismatched declarations.
+// and the errors for missing variables or mismatched declarations; the file
+// format's checks (damaged data, a damaged step, truncation, the old format,
+// a newer version), each refused naming the file and the failed check; a
+// failed write leaves the old file intact.
 #include "rill/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 #include <cmath>
 #include <cstring>
@@ -173,7 +178,7 @@ TEST_F(CheckpointTest, ShapeMismatchIsAnErrorAndLeavesScopeUntouched) {
   scope_.GetMutableTensor("w")->Fill(1);
   const Tensor w_filled = scope_.GetTensor("w").Clone();
   const std::string message = ErrorMessage([&] { LoadCheckpoint(changed, &scope_, path); });
-  EXPECT_NE(message.find("\"moment\""), std::string::npos) << message;
+  EXPECT_NE(message.find(path + ": saved variable \"moment\""), std::string::npos) << message;
   EXPECT_NE(message.find("[3, 2]"), std::string::npos) << message;
   EXPECT_NE(message.find("[3, 5]"), std::string::npos) << message;
   // "w" comes before "moment" but was not restored: loading is all-or-nothing.
@@ -215,7 +220,7 @@ TEST_F(CheckpointTest, TensorWithWrongByteCountIsParseError) {
   *set.add_tensors() = TensorToProto("w", scope_.GetTensor("w"));
   set.mutable_tensors(0)->mutable_data()->pop_back();
   const std::string path = Path("ckpt.bin");
-  WriteFileAtomically(path, set.SerializeAsString());
+  WriteCheckpointFile(path, set, kNoStep);
   Scope fresh;
   const std::string message = ErrorMessage([&] { LoadCheckpoint(&fresh, path); });
   EXPECT_NE(message.find("\"w\" is float64[3, 2] but holds 47 bytes"), std::string::npos)
@@ -228,7 +233,7 @@ TEST_F(CheckpointTest, DuplicateTensorIsParseError) {
   *set.add_tensors() = TensorToProto("w", scope_.GetTensor("w"));
   *set.add_tensors() = TensorToProto("w", scope_.GetTensor("w"));
   const std::string path = Path("ckpt.bin");
-  WriteFileAtomically(path, set.SerializeAsString());
+  WriteCheckpointFile(path, set, kNoStep);
   Scope fresh;
   const std::string message = ErrorMessage([&] { LoadCheckpoint(&fresh, path); });
   EXPECT_NE(message.find("\"w\" is saved twice"), std::string::npos) << message;
@@ -259,6 +264,158 @@ TEST_F(CheckpointTest, MissingFileIsIoError) {
     EXPECT_EQ(e.code(), ErrorCode::kIo);
     EXPECT_NE(e.message().find(path), std::string::npos) << e.message();
   }
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void WriteBytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The message of the error that loading `path` into `program` throws.
+std::string LoadError(const proto::ProgramDesc& program, const std::string& path) {
+  Scope fresh;
+  try {
+    LoadCheckpoint(program, &fresh, path);
+  } catch (const Error& e) {
+    EXPECT_EQ(fresh.FindVar("w"), nullptr) << "a refused file restored a variable";
+    return e.message();
+  }
+  ADD_FAILURE() << path << " loaded";
+  return "";
+}
+
+TEST_F(CheckpointTest, TheStepRoundTrips) {
+  const std::string path = Path("ckpt.bin");
+  SaveCheckpoint(program_, scope_, path, 40);
+  Scope fresh;
+  EXPECT_EQ(LoadCheckpoint(program_, &fresh, path), 40);
+  EXPECT_EQ(ReadCheckpointFile(path).step, 40);
+  SaveCheckpoint(program_, scope_, path);
+  EXPECT_EQ(LoadCheckpoint(program_, &fresh, path), kNoStep);
+}
+
+// Every byte of the file is covered: a flipped byte anywhere in the tensors'
+// bytes (values, names, shapes) is refused.
+TEST_F(CheckpointTest, AFlippedByteInTheDataIsRefusedByTheChecksum) {
+  const std::string path = Path("ckpt.bin");
+  SaveCheckpoint(program_, scope_, path, 20);
+  const std::string good = ReadBytes(path);
+  // The last bytes before the checksum are "moment"'s float values.
+  for (size_t at : {size_t{28}, good.size() / 2, good.size() - 5}) {
+    std::string bad = good;
+    bad[at] = static_cast<char>(bad[at] ^ 0x01);
+    WriteBytes(path, bad);
+    const std::string message = LoadError(program_, path);
+    EXPECT_EQ(message.rfind(path + ": checksum mismatch", 0), 0u)
+        << "byte " << at << ": " << message;
+    EXPECT_NE(message.find("damaged"), std::string::npos) << message;
+  }
+}
+
+// A NaN written over a value by damage (not saved by training) is refused too.
+TEST_F(CheckpointTest, ANaNWrittenOverAValueIsRefused) {
+  const std::string path = Path("ckpt.bin");
+  SaveCheckpoint(program_, scope_, path, 20);
+  std::string bad = ReadBytes(path);
+  const uint32_t nan = 0x7fc00000;
+  std::memcpy(&bad[bad.size() - 8], &nan, 4);
+  WriteBytes(path, bad);
+  EXPECT_NE(LoadError(program_, path).find("checksum mismatch"), std::string::npos);
+}
+
+TEST_F(CheckpointTest, AFlippedBitInTheStepIsRefused) {
+  const std::string path = Path("ckpt.bin");
+  SaveCheckpoint(program_, scope_, path, 20);
+  std::string bad = ReadBytes(path);
+  bad[13] = static_cast<char>(bad[13] ^ 0x01);  // step 20 -> 276 (offset 12, little-endian)
+  WriteBytes(path, bad);
+  try {
+    ReadCheckpointFile(path);
+    FAIL() << "a damaged step was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kParse);
+    EXPECT_EQ(e.message().rfind(path + ": checksum mismatch", 0), 0u) << e.message();
+  }
+}
+
+TEST_F(CheckpointTest, ATruncatedFileIsRefusedSayingSo) {
+  const std::string path = Path("ckpt.bin");
+  SaveCheckpoint(program_, scope_, path, 20);
+  const std::string good = ReadBytes(path);
+  for (size_t keep : {size_t{10}, size_t{30}, good.size() / 2, good.size() - 1}) {
+    WriteBytes(path, good.substr(0, keep));
+    const std::string message = LoadError(program_, path);
+    EXPECT_EQ(message.rfind(path + ": truncated", 0), 0u) << keep << " bytes: " << message;
+  }
+  WriteBytes(path, "");
+  EXPECT_NE(LoadError(program_, path).find(path + ": empty file"), std::string::npos);
+  WriteBytes(path, good + "x");
+  EXPECT_NE(LoadError(program_, path).find("the file holds"), std::string::npos);
+}
+
+TEST_F(CheckpointTest, TheOldUnversionedFormatIsRefusedSayingTheFormatChanged) {
+  const std::string path = Path("old.bin");
+  proto::TensorSet set;
+  for (const auto& name : PersistableVarNames(program_)) {
+    *set.add_tensors() = TensorToProto(name, scope_.GetTensor(name));
+  }
+  WriteBytes(path, set.SerializeAsString());  // what SaveCheckpoint wrote before version 1
+  const std::string message = LoadError(program_, path);
+  EXPECT_EQ(message.rfind(path + ": a checkpoint in the old, unversioned format", 0), 0u)
+      << message;
+  EXPECT_NE(message.find("format changed"), std::string::npos) << message;
+}
+
+TEST_F(CheckpointTest, ANewerFormatVersionIsRefused) {
+  const std::string path = Path("ckpt.bin");
+  SaveCheckpoint(program_, scope_, path);
+  std::string bad = ReadBytes(path);
+  bad[8] = 2;
+  WriteBytes(path, bad);
+  const std::string message = LoadError(program_, path);
+  EXPECT_EQ(message.rfind(path + ": checkpoint format version 2; this Rill reads version 1", 0), 0u)
+      << message;
+}
+
+// The write fails midway (the file-size limit cuts it short, as a full disk
+// would): the error names the file, the old checkpoint is intact and no
+// temporary file is left.
+TEST_F(CheckpointTest, AWriteThatFailsMidwayLeavesTheOldFileIntact) {
+  const std::string path = Path("ckpt.bin");
+  SaveCheckpoint(program_, scope_, path, 20);
+  const std::string old = ReadBytes(path);
+  Tensor table(DataType::kInt32, {4096, 2});  // 32 KiB: over the limit below
+  table.Fill(7);
+  *scope_.Var("table")->mutable_tensor() = table;
+
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 8192;
+  auto* previous = signal(SIGXFSZ, SIG_IGN);  // the write returns EFBIG instead of a signal
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string message;
+  try {
+    SaveCheckpoint(program_, scope_, path, 40);
+  } catch (const Error& e) {
+    message = e.message();
+  }
+  setrlimit(RLIMIT_FSIZE, &saved);
+  signal(SIGXFSZ, previous);
+
+  EXPECT_EQ(message.rfind(path + ": write failed", 0), 0u) << message;
+  EXPECT_EQ(ReadBytes(path), old);
+  EXPECT_EQ(ReadCheckpointFile(path).step, 20);
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    ++files;
+    EXPECT_EQ(entry.path().filename(), "ckpt.bin");
+  }
+  EXPECT_EQ(files, 1);
 }
 
 }  // namespace

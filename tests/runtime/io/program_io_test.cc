@@ -207,6 +207,28 @@ TEST_F(ProgramIoTest, AtomicWriteIntoMissingDirectoryIsIoError) {
   EXPECT_NE(e.message().find(path), std::string::npos) << e.message();
 }
 
+// A path that cannot be written is found before anything long runs, with the
+// path and the system's reason; a writable one leaves nothing behind.
+TEST_F(ProgramIoTest, CheckWritableNamesThePathAndTheCause) {
+  CheckWritable(Path("fine.bin"));
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));
+
+  const std::string missing = Path("no_such_dir/ckpt.bin");
+  Error e = ErrorOf([&] { CheckWritable(missing); });
+  EXPECT_EQ(e.code(), ErrorCode::kIo);
+  EXPECT_NE(e.message().find(missing), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("No such file or directory"), std::string::npos) << e.message();
+
+  std::ofstream(Path("a_file")) << "x";
+  const std::string under_file = Path("a_file/ckpt.bin");
+  e = ErrorOf([&] { CheckWritable(under_file); });
+  EXPECT_NE(e.message().find(under_file), std::string::npos) << e.message();
+  EXPECT_NE(e.message().find("Not a directory"), std::string::npos) << e.message();
+
+  e = ErrorOf([&] { CheckWritable(dir_.string()); });
+  EXPECT_NE(e.message().find("is a directory"), std::string::npos) << e.message();
+}
+
 TEST_F(ProgramIoTest, FormatProgramListsBlocksVarsAndOps) {
   const std::string expected =
       "random_seed 7\n"

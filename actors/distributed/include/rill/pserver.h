@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "rill/proto/program.pb.h"
 #include "rill/wire_limits.h"
@@ -36,8 +37,9 @@ struct ParameterServerOptions {
   // Trainers must present it in HELLO (empty: any trainer is accepted).
   std::string token;
   // Every `checkpoint_every` completed steps the server saves its variables
-  // and its step to `checkpoint_path` (0: never); an existing checkpoint is
-  // loaded at start, so a restarted job resumes from its step.
+  // and its step to `checkpoint_path` (0: never), keeping the one before at
+  // `checkpoint_path`.prev. A restarted job goes on from the newest step that
+  // every server has (the trainers agree on it: distributed.md, "Checkpoints").
   std::string checkpoint_path;
   int64_t checkpoint_every = 0;
   std::chrono::milliseconds heartbeat{500};
@@ -52,9 +54,11 @@ struct ParameterServerOptions {
 
 class ParameterServer {
  public:
-  // Runs the startup program (or loads the checkpoint) and starts listening.
-  // Throws naming the endpoint when the port cannot be bound, and naming the
-  // op when `main` is not a server program.
+  // Runs the startup program, checks its checkpoints (loading the newest) and
+  // starts listening. Throws naming the endpoint when the port cannot be
+  // bound, naming the op when `main` is not a server program, and naming the
+  // file and the failed check when the checkpoint path is not writable or a
+  // checkpoint is damaged or does not match the program.
   ParameterServer(const proto::ProgramDesc& main, const proto::ProgramDesc& startup,
                   ParameterServerOptions options, std::shared_ptr<Runtime> runtime);
   ~ParameterServer();
@@ -66,8 +70,12 @@ class ParameterServer {
   // Serves until every trainer said BYE. Throws rill::Error naming the
   // trainer when one dies or goes silent, or when they do not all come.
   void Serve();
-  // Completed steps (every optimize block applied), checkpoint's included.
+  // Completed steps (every optimize block applied), the step started from included.
   int64_t step() const;
+  // The steps it could start from at start-up, newest first: its checkpoints,
+  // and 0 (the startup values) while it has fewer than two; empty when it holds
+  // no parameters (it starts wherever the trainers say).
+  const std::vector<int64_t>& start_steps() const;
 
   struct State;
 

@@ -51,6 +51,9 @@ struct TrainerClientOptions {
   // kept per variable; the server reads them back as float32.
   GradientCompression gradient_compression = GradientCompression::kNone;
   int64_t compression_min_elements = kCompressionMinElements;
+  // The job's last step (0: not known), told to the servers: one whose
+  // checkpoint is beyond it refuses to serve the job.
+  int64_t last_step = 0;
 };
 
 // A VarObject: the send and recv ops find it in their scope (or a parent),
@@ -59,10 +62,12 @@ class TrainerClient : public VarObject {
  public:
   using PullDone = std::function<void(Tensor value, std::exception_ptr error)>;
 
-  // Connects to every server (the runtime must have the network loaded) and
-  // says HELLO. Throws rill::Error(kUnavailable) naming the server that could
-  // not be reached in time or refused the trainer (bad token, id taken), and
-  // when the servers disagree on the step they are at.
+  // Connects to every server (the runtime must have the network loaded), says
+  // HELLO, and tells every server to start from the newest step they can all
+  // start from (RESUME; distributed.md, "Checkpoints"). Throws rill::Error
+  // naming the server that could not be reached in time or refused the
+  // trainer (bad token, id taken, a checkpoint beyond last_step), and when the
+  // servers have no step in common. Leaves no actor running when it throws.
   TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOptions options);
   ~TrainerClient() override;
   std::string Describe() const override;
@@ -70,7 +75,7 @@ class TrainerClient : public VarObject {
   TrainerClient& operator=(const TrainerClient&) = delete;
 
   const TrainerClientOptions& options() const { return options_; }
-  // The servers' step when this trainer connected (0, or a checkpoint's).
+  // The step the servers started from (0, or a checkpoint's).
   int64_t start_step() const { return start_step_; }
   // The step pushes carry from now on.
   void set_step(int64_t step) {
@@ -119,6 +124,12 @@ class TrainerClient : public VarObject {
   struct Link;
 
  private:
+  // Connects a link to every server, then HELLO and RESUME.
+  void ConnectAll();
+  // The newest step every server offered (an empty offer: any step).
+  int64_t CommonStartStep(const std::vector<std::vector<int64_t>>& offered) const;
+  // Tells every link actor to stop (they hold the runtime's actor system open).
+  void CloseLinks();
   Link& LinkFor(const std::string& endpoint);
   // The PUSH of `value`, compressed when the options say so.
   proto::WireMessage PushMessage(const std::string& var, const Variable& value, PushedBytes* bytes);

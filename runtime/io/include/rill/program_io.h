@@ -57,4 +57,10 @@ std::string ReadFileToString(const std::string& path);
 // rill::Error(kIo) naming the path on failure (the temporary file is removed).
 void WriteFileAtomically(const std::string& path, const std::string& contents);
 
+// Checks up front that WriteFileAtomically(path, ...) can succeed later: `path`
+// is not a directory, its directory exists and a file can be created in it (a
+// probe file is created there and removed). Throws rill::Error(kIo) naming the
+// path and the cause (the system's error text).
+void CheckWritable(const std::string& path);
+
 }  // namespace rill
