@@ -6,9 +6,8 @@
 // tools/bench/fashion_batches.py reads the same batches for PyTorch; both
 // print the sums below so that a script can check they agree.
 //
-// Real images matter: on uniform random pixels with random labels Debian's
-// PyTorch 1.13 Adam runs a slow division path (1.2-1.4 ms per aten::div at
-// batch 64, measured), which made the baseline ten times slower than itself.
+// (The random batches these replace were not what once made PyTorch ten times
+// slower here: that was glibc's malloc, see mlp_vs_torch.sh.)
 #pragma once
 
 #include <cstdint>

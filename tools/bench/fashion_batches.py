@@ -5,9 +5,8 @@ order, pixel / 255 in float32, cut in order into batches of `batch` rows (a
 remainder smaller than a batch is left out). Both sides print pixel_sum (the
 pixels summed in double) and label_sum so a script can check they agree.
 
-Real images matter: on uniform random pixels with random labels Debian's
-PyTorch 1.13 Adam runs a slow division path (1.2-1.4 ms per aten::div at
-batch 64, measured), which made the baseline ten times slower than itself."""
+(The random batches these replace were not what once made PyTorch ten times
+slower here: that was glibc's malloc, see mlp_vs_torch.sh.)"""
 import gzip
 import os
 

@@ -11,7 +11,8 @@
 # the host every step (one sync per step on both sides), leave 20 warm-up
 # steps out of the timing and then train for the given seconds; PyTorch's
 # timing ends with torch.cuda.synchronize(). Threads: Rill's executor runs 2
-# (1 OpenBLAS thread), PyTorch torch.set_num_threads(1).
+# (1 OpenBLAS thread), PyTorch torch.set_num_threads(1). Both sides run with
+# glibc's malloc thresholds fixed (tools/bench/mlp_vs_torch.sh says why).
 #
 # Builds gpu_train_benchmark with CUDA required (-DRILL_CUDA=ON) in
 # ${RILL_GPU_BUILD_DIR:-build-gpu}, as tools/gpu-check.sh does; installs
@@ -72,6 +73,9 @@ fi
 grep -m1 "Rill: CUDA" "$log" || true
 
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# glibc malloc thresholds fixed for both sides, as mlp_vs_torch.sh explains:
+# PyTorch's host-side step time must not depend on its allocation history.
+export MALLOC_MMAP_THRESHOLD_=16777216 MALLOC_TRIM_THRESHOLD_=33554432
 list() { local IFS=,; echo "$*"; }
 # A hung device run ends in time: the measurements and generous start-up.
 limit=$(awk -v s="$seconds" -v n=$((${#models[@]} * ${#batches[@]})) 'BEGIN { print int(n * s + 600) }')

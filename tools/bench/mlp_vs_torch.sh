@@ -12,10 +12,24 @@
 # The baseline must be plausible: torch_mlp.py also times the step's eight
 # matrix products alone on the same shapes (the GEMM-only bound); when
 # torch's median step is more than 5x that, PyTorch is not running its usual
-# path (on uniform random pixels with random labels its Adam hits a slow
-# division, 1.2-1.4 ms per aten::div at batch 64), and the script prints why
-# instead of a ratio and exits 1. Run it on an otherwise quiet machine: the
-# load average before the runs is printed first.
+# path or the machine is busy, and the script prints why instead of a ratio
+# and exits 1. Run it on an otherwise quiet machine: the load average before
+# the runs is printed first.
+#
+# malloc: PyTorch allocates its temporaries with malloc every step (Adam's
+# are 784 x 256 floats, 800 KB). With glibc's default, dynamic thresholds, a
+# process that has not yet freed a large block gives such blocks back to the
+# kernel at free and faults them in again at the next step: measured here,
+# 10-14 ms a step at batch 64 instead of 1.5-3 (aten::div, which allocates its
+# result, took 1.2-1.4 ms a call). Whether it happens depends on what the
+# process allocated before (loading the dataset frees a large block and so
+# avoids it), which once made this benchmark report PyTorch ten times slower
+# than it is. Both sides therefore run with fixed thresholds (blocks up to
+# 16 MiB from the heap, which is trimmed past 32 MiB), as glibc would set them
+# after freeing a 16 MiB block; Rill reuses its buffers and does not depend on
+# them. RILL_BENCH_MALLOC=default leaves glibc's defaults (with a fixed mmap
+# threshold of 128 KiB, which disables the dynamic one, PyTorch's slow path
+# shows every time: MALLOC_MMAP_THRESHOLD_=131072).
 #
 # Usage: tools/bench/mlp_vs_torch.sh [seconds per measurement, default 5]
 # Exit status: 0 every ratio printed; 1 a side failed, the batches differ, or a
@@ -30,6 +44,9 @@ build_dir=${RILL_BUILD_DIR:-build}
 RILL_TARGETS=mlp_benchmark bash tools/build.sh >/dev/null
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores before the runs"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+if [[ ${RILL_BENCH_MALLOC:-fixed} != default ]]; then
+  export MALLOC_MMAP_THRESHOLD_=16777216 MALLOC_TRIM_THRESHOLD_=33554432
+fi
 rill=$("$build_dir/tools/bench/mlp_benchmark" "$seconds" "${batches[@]}")
 torch=$(/usr/bin/python3 tools/bench/torch_mlp.py "$seconds" "${batches[@]}")
 echo "$rill"
