@@ -210,7 +210,14 @@ void GradientMerger::MergeSparse(const GradientMerge& merge, MergeState& state, 
     *vars[n]->mutable_selected_rows() = std::move(merged);
     return;
   }
-  for (int q = 0; q < n; ++q) *vars[q]->mutable_selected_rows() = merged;
+  // Every place gets values of its own: tensors copy shallowly, and an op
+  // that updates its gradient in place must not change another place's.
+  for (int q = 1; q < n; ++q) {
+    SelectedRows& copy = *vars[q]->mutable_selected_rows();
+    copy = merged;
+    copy.value = merged.value.Clone();
+  }
+  *vars[0]->mutable_selected_rows() = std::move(merged);
 }
 
 }  // namespace rill

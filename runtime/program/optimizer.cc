@@ -1,5 +1,7 @@
 #include "rill/optimizer.h"
 
+#include <map>
+
 #include "rill/error.h"
 #include "rill/op_desc.h"
 
@@ -35,27 +37,59 @@ std::vector<ParamGrad> Optimizer::Minimize(Builder& builder, const Var& loss) {
   return pairs;
 }
 
+namespace {
+
+// Whether append_backward declared the gradient as selected rows (an
+// embedding looked up with is_sparse).
+bool IsSparse(Builder& builder, const std::string& grad) {
+  const proto::VarDesc* desc = FindVarDesc(builder.main().desc(), 0, grad);
+  return desc != nullptr && desc->kind() == proto::SELECTED_ROWS;
+}
+
+}  // namespace
+
 void Optimizer::AppendL2(Builder& builder, const std::vector<ParamGrad>& pairs) {
+  // The coefficient as a constant of each parameter type (fill_constant
+  // widens it through its decimal form, as the sparse op does its attribute).
+  std::map<DataType, Var> coeff;
   for (const auto& pair : pairs) {
-    Var decay = builder.Scale(builder.Lookup(pair.param), l2_);
-    Var grad = builder.Lookup(pair.grad);
+    const Var param = builder.Lookup(pair.param);
+    const Var grad = builder.Lookup(pair.grad);
+    if (IsSparse(builder, pair.grad)) {
+      // Only the rows the step touched decay (ops/optimizer/sparse_l2_decay_op.cc).
+      builder.AppendOpTo("sparse_l2_decay", {{"Param", {param}}, {"Grad", {grad}}},
+                         {{"GradOut", {grad}}},
+                         [&](proto::OpDesc* op) { SetAttr(op, "coeff", l2_); });
+      continue;
+    }
+    if (!coeff.count(param.dtype)) coeff[param.dtype] = builder.Constant({1}, l2_, param.dtype);
+    Var decay = builder.Mul(param, coeff.at(param.dtype));
     builder.AppendOpTo("sum", {{"X", {grad, decay}}}, {{"Out", {grad}}});
   }
 }
 
 void Optimizer::AppendClip(Builder& builder, const std::vector<ParamGrad>& pairs) {
+  // The norm and the factor are computed in the gradients' type; there is no
+  // cast op to bring gradients of two types to one sum.
+  const Var first = builder.Lookup(pairs[0].grad);
   std::vector<Var> squares;
   for (const auto& pair : pairs) {
-    squares.push_back(
-        builder.AppendOp("squared_l2_norm", {{"X", {builder.Lookup(pair.grad)}}}, {{"Out", 1}})[0]);
+    const Var grad = builder.Lookup(pair.grad);
+    RILL_CHECK(grad.dtype == first.dtype, kUnimplemented,
+               "set_clip_global_norm: the gradients have different types (", first.name, " is ",
+               DataTypeName(first.dtype), ", ", grad.name, " is ", DataTypeName(grad.dtype),
+               "); one global norm needs parameters of one type");
+    // Selected rows count their rows' values, repeats merged first.
+    squares.push_back(builder.AppendOp("squared_l2_norm", {{"X", {grad}}}, {{"Out", 1}})[0]);
   }
   Var total = squares.size() == 1 ? squares[0] : builder.Sum(squares);
   Var norm = builder.AppendOp("sqrt", {{"X", {total}}}, {{"Out", 1}})[0];
-  Var clip = builder.Constant({1}, clip_norm_);
+  Var clip = builder.Constant({1}, clip_norm_, first.dtype);
   Var denominator =
       builder.AppendOp("elementwise_max", {{"X", {norm}}, {"Y", {clip}}}, {{"Out", 1}})[0];
   Var factor = builder.Div(clip, denominator);
   for (const auto& pair : pairs) {
+    // A sparse gradient stays selected rows: elementwise_mul scales its values.
     Var grad = builder.Lookup(pair.grad);
     builder.AppendOpTo("elementwise_mul", {{"X", {grad}}, {"Y", {factor}}}, {{"Out", {grad}}});
   }

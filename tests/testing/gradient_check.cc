@@ -113,6 +113,53 @@ std::map<std::string, std::vector<Tensor>> RunOp(const OpRun& run) {
   return out;
 }
 
+void RunOpOnScope(const proto::OpDesc& op, Scope* scope, proto::VarKind new_output_kind) {
+  proto::ProgramDesc program;
+  auto* block = program.add_blocks();
+  block->set_idx(0);
+  block->set_parent_idx(-1);
+  *block->add_ops() = op;
+  VarInfoMap infos;
+  auto declare = [&](const std::string& name, proto::VarKind kind, const Shape& shape,
+                     DataType dtype) {
+    DeclareVar(block, name, shape, dtype);
+    FindLocalVarDesc(block, name)->set_kind(kind);
+    infos[name] = VarInfo{shape, dtype};
+  };
+  for (const auto* slots : {&op.inputs(), &op.outputs()}) {
+    for (const auto& slot : *slots) {
+      for (const auto& name : slot.vars()) {
+        const Variable* v = scope->FindVar(name);
+        if (v == nullptr || FindLocalVarDesc(block, name) != nullptr) continue;
+        if (v->holds_selected_rows()) {
+          const SelectedRows& rows = v->selected_rows();
+          declare(name, proto::SELECTED_ROWS, rows.DenseShape(), rows.value.dtype());
+        } else if (v->tensor().initialized()) {
+          declare(name, proto::DENSE_TENSOR, v->tensor().shape(), v->tensor().dtype());
+        }
+      }
+    }
+  }
+  InferOpShapes(op, &infos);
+  for (const auto& slot : op.outputs()) {
+    for (const auto& name : slot.vars()) {
+      if (FindLocalVarDesc(block, name) != nullptr) continue;
+      const auto it = infos.find(name);
+      ASSERT_NE(it, infos.end()) << op.type() << ": shape inference left " << name << " unset";
+      declare(name, new_output_kind, it->second.shape, it->second.dtype);
+    }
+  }
+  Executor().Run(program, scope);
+}
+
+SelectedRows MakeSelectedRows(const std::vector<int64_t>& rows, int64_t height, Tensor value) {
+  SelectedRows out;
+  out.rows = rows;
+  out.height = height;
+  out.value = std::move(value);
+  return out;
+}
+
 GradientCheck& GradientCheck::Input(const std::string& slot, Tensor value) {
   run_.inputs.push_back({slot, {std::move(value)}});
   return *this;

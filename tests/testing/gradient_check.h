@@ -15,6 +15,8 @@
 
 #include "rill/op_desc.h"
 #include "rill/proto/program.pb.h"
+#include "rill/scope.h"
+#include "rill/selected_rows.h"
 #include "rill/tensor.h"
 
 namespace rill::testing {
@@ -44,6 +46,17 @@ struct OpRun {
   AttrSetter attrs;
 };
 std::map<std::string, std::vector<Tensor>> RunOp(const OpRun& run);
+
+// Runs `op` through the reference executor (validation and shape inference
+// included) on variables that already hold values in `scope`, selected rows
+// among them (which RunOp cannot feed). Each variable the op names is declared
+// from what it holds: selected rows as kind SELECTED_ROWS with the dense shape
+// they stand for; outputs that hold nothing yet from shape inference, as kind
+// `new_output_kind`.
+void RunOpOnScope(const proto::OpDesc& op, Scope* scope,
+                  proto::VarKind new_output_kind = proto::DENSE_TENSOR);
+// Selected rows of `height` holding `value`'s rows at `rows`.
+SelectedRows MakeSelectedRows(const std::vector<int64_t>& rows, int64_t height, Tensor value);
 
 class GradientCheck {
  public:

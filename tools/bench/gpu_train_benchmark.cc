@@ -5,18 +5,23 @@
 //
 // How: the startup program runs on the CPU (sequential Executor); a
 // ParallelExecutor with 2 threads (1 BLAS thread) runs the training program
-// on the place. 16 random batches are preloaded as host tensors and fed in
-// turn, as `rill train --input preloaded` feeds its batches. Every step
+// on the place. The real Fashion-MNIST batches of tools/bench/fashion_batches.h
+// (the ones torch_gpu_models.py trains on, in the same order) are preloaded
+// as host tensors and fed in turn, as `rill train --input preloaded` feeds
+// its batches. Every step
 // fetches the loss (and copies it to the host: one sync per step, as
 // `rill train` does and as .item() does on the PyTorch side). 20 warm-up steps
-// are not timed; then steps run for the given seconds.
+// are not timed; then steps run for the given seconds, each timed alone.
 //
 // Usage: gpu_train_benchmark [place, default cuda:0] [seconds, default 3]
 //                            [models, default mlp,cnn] [batches, default 64,256]
 // `cpu` or `acpu:0` as the place test it without a GPU. Prints per model and
-// batch: "rill model=M batch=B samples_per_sec=S first_loss=L0 last_loss=L1";
+// batch: "rill model=M batch=B samples_per_sec=S median_step_ms=T first_loss=L0
+// last_loss=L1 pixel_sum=P label_sum=Y" (P and Y: the data's sums, which the
+// script compares with PyTorch's);
 // a configuration that fails prints "rill model=M batch=B FAILED: why" and
 // the program exits 1 after the others.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -28,7 +33,7 @@
 #include "rill/executor.h"
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
-#include "tools/bench/random_batches.h"
+#include "tools/bench/fashion_batches.h"
 #include "tools/rill/flags.h"
 #include "tools/rill/models.h"
 
@@ -38,6 +43,9 @@ namespace {
 
 struct Result {
   double samples_per_sec = 0;
+  double median_step_ms = 0;
+  double pixel_sum = 0;
+  int64_t label_sum = 0;
   double first_loss = 0;  // of the first warm-up step
   double last_loss = 0;   // of the last timed step
 };
@@ -54,23 +62,32 @@ Result Measure(const Place& place, const std::string& model_name, int batch, dou
   strategy.blas_threads = 1;
   ParallelExecutor exe(main.desc(), &scope, {.places = {place}, .strategy = strategy});
 
-  constexpr int kBatches = 16, kWarmup = 20;
-  const auto batches = bench::RandomBatches(model, batch, kBatches);
+  constexpr int kWarmup = 20;
+  const bench::BenchBatches data = bench::FashionBatches(model, batch);
+  const size_t count = data.feeds.size();
   auto step = [&](int64_t i) {
-    const auto out = exe.Run(batches[static_cast<size_t>(i % kBatches)], {model.loss.name});
+    const auto out = exe.Run(data.feeds[static_cast<size_t>(i) % count], {model.loss.name});
     return out.at(0).GetAsDouble(0);  // fetches come back in host memory
   };
   Result r;
+  r.pixel_sum = data.pixel_sum;
+  r.label_sum = data.label_sum;
   r.first_loss = step(0);
   for (int i = 1; i < kWarmup; ++i) step(i);
-  int64_t steps = 0;
+  std::vector<double> step_ms;
   const auto start = std::chrono::steady_clock::now();
   double elapsed = 0;
-  while (elapsed < seconds) {
-    r.last_loss = step(steps++);
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  for (int64_t i = kWarmup; elapsed < seconds; ++i) {
+    const auto before = std::chrono::steady_clock::now();
+    r.last_loss = step(i);
+    const auto after = std::chrono::steady_clock::now();
+    step_ms.push_back(std::chrono::duration<double, std::milli>(after - before).count());
+    elapsed = std::chrono::duration<double>(after - start).count();
   }
-  r.samples_per_sec = static_cast<double>(steps * batch) / elapsed;
+  const size_t steps = step_ms.size();
+  r.samples_per_sec = static_cast<double>(steps) * batch / elapsed;
+  std::nth_element(step_ms.begin(), step_ms.begin() + steps / 2, step_ms.end());
+  r.median_step_ms = step_ms[steps / 2];
   return r;
 }
 
@@ -101,8 +118,11 @@ int main(int argc, char** argv) {
       const int batch = std::atoi(batch_text.c_str());
       try {
         const Result r = Measure(place, model, batch, seconds);
-        std::printf("rill model=%s batch=%d samples_per_sec=%.0f first_loss=%.4f last_loss=%.4f\n",
-                    model.c_str(), batch, r.samples_per_sec, r.first_loss, r.last_loss);
+        std::printf(
+            "rill model=%s batch=%d samples_per_sec=%.0f median_step_ms=%.4f first_loss=%.4f "
+            "last_loss=%.4f pixel_sum=%.3f label_sum=%lld\n",
+            model.c_str(), batch, r.samples_per_sec, r.median_step_ms, r.first_loss, r.last_loss,
+            r.pixel_sum, static_cast<long long>(r.label_sum));
       } catch (const std::exception& e) {
         std::string why = e.what();
         for (char& c : why) c = c == '\n' ? ' ' : c;  // one line, for the script

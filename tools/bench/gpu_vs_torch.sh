@@ -3,12 +3,16 @@
 # `rill train` ("mlp", "cnn"; tools/rill/models.cc) with its default optimizer
 # (Adam, lr 1e-3), batches 64 and 256, Rill's actor executor on cuda:0
 # (tools/bench/gpu_train_benchmark.cc) and PyTorch on cuda
-# (tools/bench/torch_gpu_models.py). Both sides feed 16 random batches
-# preloaded in host memory (copied to the GPU each step), fetch the loss to
+# (tools/bench/torch_gpu_models.py). Both sides feed the same real
+# Fashion-MNIST batches in the same order (tools/bench/fashion_batches.h and
+# .py: the first 4096 training images, cut into batches; the script checks the
+# sides' pixel and label sums agree), preloaded in host memory (copied to the
+# GPU each step), fetch the loss to
 # the host every step (one sync per step on both sides), leave 20 warm-up
 # steps out of the timing and then train for the given seconds; PyTorch's
 # timing ends with torch.cuda.synchronize(). Threads: Rill's executor runs 2
-# (1 OpenBLAS thread), PyTorch torch.set_num_threads(1).
+# (1 OpenBLAS thread), PyTorch torch.set_num_threads(1). Both sides run with
+# glibc's malloc thresholds fixed (tools/bench/mlp_vs_torch.sh says why).
 #
 # Builds gpu_train_benchmark with CUDA required (-DRILL_CUDA=ON) in
 # ${RILL_GPU_BUILD_DIR:-build-gpu}, as tools/gpu-check.sh does; installs
@@ -16,9 +20,11 @@
 #
 # Usage: tools/bench/gpu_vs_torch.sh [seconds per measurement, default 5]
 # Prints the raw lines of both sides, then per model and batch:
-#   model mlp batch 64: rill N samples/s, torch M samples/s, ratio R.RRx   (rill / torch)
+#   model mlp batch 64: rill N samples/s (median step A ms), torch M samples/s
+#     (median step B ms), ratio R.RRx in samples/s, Q.QQx in median step   (rill over torch)
 # Exit status: 0 all measured; 1 the Rill side failed (no CUDA kernel for an
-# op, no device, a crash; said on its line), the build failed or PyTorch did;
+# op, no device, a crash; said on its line), the build failed, PyTorch did, or
+# the sides trained on different data;
 # 77 no CUDA device (nvidia-smi missing or torch.cuda.is_available() false).
 #
 # Dry run on a machine without a GPU: RILL_GPU_BENCH_DEVICE=cpu runs both
@@ -67,6 +73,9 @@ fi
 grep -m1 "Rill: CUDA" "$log" || true
 
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+# glibc malloc thresholds fixed for both sides, as mlp_vs_torch.sh explains:
+# PyTorch's host-side step time must not depend on its allocation history.
+export MALLOC_MMAP_THRESHOLD_=16777216 MALLOC_TRIM_THRESHOLD_=33554432
 list() { local IFS=,; echo "$*"; }
 # A hung device run ends in time: the measurements and generous start-up.
 limit=$(awk -v s="$seconds" -v n=$((${#models[@]} * ${#batches[@]})) 'BEGIN { print int(n * s + 600) }')
@@ -100,8 +109,22 @@ for model in "${models[@]}"; do
       torch_failed=1
       continue
     fi
-    awk -v p="$prefix" -v r="$r" -v t="$t" \
-      'BEGIN { printf "%s rill %.0f samples/s, torch %.0f samples/s, ratio %.2fx\n", p, r, t, r / t }'
+    rd=$(echo "$rill" | grep "^rill model=$model batch=$batch " | tr ' ' '\n')
+    td=$(echo "$torch" | grep "^torch model=$model batch=$batch " | tr ' ' '\n')
+    same=1
+    for key in pixel_sum label_sum; do
+      [[ $(echo "$rd" | sed -n "s/^$key=//p") == "$(echo "$td" | sed -n "s/^$key=//p")" ]] || same=0
+    done
+    if ((!same)); then
+      echo "$prefix the sides trained on different data (pixel_sum/label_sum differ); no ratio"
+      torch_failed=1
+      continue
+    fi
+    rm=$(echo "$rd" | sed -n "s/^median_step_ms=//p")
+    tm=$(echo "$td" | sed -n "s/^median_step_ms=//p")
+    awk -v p="$prefix" -v r="$r" -v t="$t" -v rm="$rm" -v tm="$tm" 'BEGIN {
+      printf "%s rill %.0f samples/s (median step %.3f ms), torch %.0f samples/s (median step %.3f ms), " \
+        "ratio %.2fx in samples/s, %.2fx in median step\n", p, r, rm, t, tm, r / t, tm / rm }'
   done
 done
 if ((failed || rill_rc != 0)); then
@@ -109,6 +132,6 @@ if ((failed || rill_rc != 0)); then
   exit 1
 fi
 if ((torch_failed)); then
-  echo "gpu_vs_torch: the PyTorch side gave no result for some configurations"
+  echo "gpu_vs_torch: the PyTorch side gave no result, or other data, for some configurations"
   exit 1
 fi

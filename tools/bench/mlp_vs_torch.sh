@@ -1,19 +1,92 @@
 #!/usr/bin/env bash
 # MLP training throughput, Rill's sequential executor against Debian's PyTorch,
-# both on one thread (OpenBLAS pinned to 1 for both), in one command.
+# in one command: 784-256-128-10 ReLU, Adam lr 1e-3, softmax cross-entropy, the
+# loss fetched every step, batches 64 and 256. Both sides run on one thread
+# (OpenBLAS and OpenMP pinned to 1, torch.set_num_threads(1)) and train on the
+# same real Fashion-MNIST batches in the same order (tools/bench/fashion_batches.h
+# and .py: the first 4096 training images in file order, cut into batches);
+# the script checks the two sides' pixel and label sums agree.
+#
+# Per side and batch it prints samples/s (timed steps x batch / their wall
+# time) and the median step time, then the ratios of both (rill / torch).
+# The baseline must be plausible: torch_mlp.py also times the step's eight
+# matrix products alone on the same shapes (the GEMM-only bound); when
+# torch's median step is more than 5x that, PyTorch is not running its usual
+# path or the machine is busy, and the script prints why instead of a ratio
+# and exits 1. Run it on an otherwise quiet machine: the load average before
+# the runs is printed first.
+#
+# malloc: PyTorch allocates its temporaries with malloc every step (Adam's
+# are 784 x 256 floats, 800 KB). With glibc's default, dynamic thresholds, a
+# process that has not yet freed a large block gives such blocks back to the
+# kernel at free and faults them in again at the next step: measured here,
+# 10-14 ms a step at batch 64 instead of 1.5-3 (aten::div, which allocates its
+# result, took 1.2-1.4 ms a call). Whether it happens depends on what the
+# process allocated before (loading the dataset frees a large block and so
+# avoids it), which once made this benchmark report PyTorch ten times slower
+# than it is. Both sides therefore run with fixed thresholds (blocks up to
+# 16 MiB from the heap, which is trimmed past 32 MiB), as glibc would set them
+# after freeing a 16 MiB block; Rill reuses its buffers and does not depend on
+# them. RILL_BENCH_MALLOC=default leaves glibc's defaults (with a fixed mmap
+# threshold of 128 KiB, which disables the dynamic one, PyTorch's slow path
+# shows every time: MALLOC_MMAP_THRESHOLD_=131072).
+#
 # Usage: tools/bench/mlp_vs_torch.sh [seconds per measurement, default 5]
+# Exit status: 0 every ratio printed; 1 a side failed, the batches differ, or a
+# baseline was implausible.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds=${1:-5}
+batches=(64 256)
+limit=5  # a torch step may take at most this many times its GEMM-only bound
 RILL_SETUP_TORCH=1 bash tools/setup.sh >/dev/null
-bash tools/build.sh >/dev/null
+build_dir=${RILL_BUILD_DIR:-build}
+RILL_TARGETS=mlp_benchmark bash tools/build.sh >/dev/null
+echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores before the runs"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-bench="${RILL_BUILD_DIR:-build}/tools/bench/mlp_benchmark"
-results=$( { "$bench" "$seconds" 64 256; /usr/bin/python3 tools/bench/torch_mlp.py "$seconds" 64 256; } )
-echo "$results"
-for batch in 64 256; do
-  rill=$(echo "$results" | sed -n "s/^rill batch=$batch samples_per_sec=//p")
-  torch=$(echo "$results" | sed -n "s/^torch batch=$batch samples_per_sec=//p")
-  awk -v b="$batch" -v r="$rill" -v t="$torch" \
-    'BEGIN { printf "batch %d: rill %.0f samples/s, torch %.0f samples/s, ratio %.2fx\n", b, r, t, r / t }'
+if [[ ${RILL_BENCH_MALLOC:-fixed} != default ]]; then
+  export MALLOC_MMAP_THRESHOLD_=16777216 MALLOC_TRIM_THRESHOLD_=33554432
+fi
+rill=$("$build_dir/tools/bench/mlp_benchmark" "$seconds" "${batches[@]}")
+torch=$(/usr/bin/python3 tools/bench/torch_mlp.py "$seconds" "${batches[@]}")
+echo "$rill"
+echo "$torch"
+
+# field SIDE BATCH KEY: the value of KEY= on SIDE's line for BATCH.
+field() {
+  local lines=$rill
+  [[ $1 == torch ]] && lines=$torch
+  echo "$lines" | grep "^$1 batch=$2 " | tr ' ' '\n' | sed -n "s/^$3=//p"
+}
+status=0
+for batch in "${batches[@]}"; do
+  for key in pixel_sum label_sum; do
+    if [[ $(field rill "$batch" $key) != "$(field torch "$batch" $key)" ]]; then
+      echo "batch $batch: the sides trained on different data ($key $(field rill "$batch" $key)" \
+        "vs $(field torch "$batch" $key)); no ratio"
+      status=1
+      continue 2
+    fi
+  done
+  r=$(field rill "$batch" samples_per_sec) rm=$(field rill "$batch" median_step_ms)
+  t=$(field torch "$batch" samples_per_sec) tm=$(field torch "$batch" median_step_ms)
+  g=$(field torch "$batch" gemm_ms)
+  if [[ -z $r || -z $rm || -z $t || -z $tm || -z $g ]]; then
+    echo "batch $batch: a side gave no result; no ratio"
+    status=1
+    continue
+  fi
+  if awk -v m="$tm" -v g="$g" -v l="$limit" 'BEGIN { exit !(m > l * g) }'; then
+    awk -v b="$batch" -v m="$tm" -v g="$g" -v l="$limit" 'BEGIN {
+      printf "batch %d: REFUSED: torch median step %.3f ms is %.1fx its GEMM-only bound %.3f ms " \
+        "(limit %dx): the baseline is not running its usual path (or the machine is busy); no ratio\n",
+        b, m, m / g, g, l }'
+    status=1
+    continue
+  fi
+  awk -v b="$batch" -v r="$r" -v rm="$rm" -v t="$t" -v tm="$tm" -v g="$g" 'BEGIN {
+    printf "batch %d: rill %.0f samples/s (median step %.3f ms), torch %.0f samples/s " \
+      "(median step %.3f ms, %.1fx its GEMM-only %.3f ms); ratio %.2fx in samples/s, %.2fx in median step\n",
+      b, r, rm, t, tm, tm / g, g, r / t, tm / rm }'
 done
+exit $status

@@ -10,24 +10,30 @@ Loss: mean softmax cross-entropy; Rill's program also computes the softmax
 accuracy every step, so this does too (not fetched). Optimizer: Adam, lr 1e-3,
 betas (0.9, 0.999), eps 1e-8 (torch.optim.Adam's defaults otherwise).
 
-Measured like Rill's side: 16 random batches (labels as random_batches.h
-makes them) preloaded in host memory, as Rill is fed host tensors; each step
+Measured like Rill's side: the same real Fashion-MNIST batches in the same
+order (fashion_batches.py; Rill's side reads them with fashion_batches.h)
+preloaded in host memory, as Rill is fed host tensors; each step
 copies its batch to the device, runs forward, backward and the update, and
 fetches the loss with .item() (one sync per step, as Rill's step fetches its
-loss). 20 warm-up steps are not timed; steps then run for the given seconds
-and the timing ends after torch.cuda.synchronize(). One CPU thread:
+loss). 20 warm-up steps are not timed; steps then run for the given seconds,
+each timed alone (the .item() syncs it), and the timing ends after
+torch.cuda.synchronize(). One CPU thread:
 torch.set_num_threads(1).
 
 Prints per model and batch:
-  torch model=M batch=B samples_per_sec=S first_loss=L0 last_loss=L1
+  torch model=M batch=B samples_per_sec=S median_step_ms=T first_loss=L0
+        last_loss=L1 pixel_sum=P label_sum=Y
 Usage: torch_gpu_models.py [--device cuda|cpu] [--seconds 3] [--models mlp,cnn]
                            [--batches 64,256]
 """
 import argparse
+import statistics
 import time
 
 import torch
 from torch import nn
+
+import fashion_batches
 
 
 def build(name):
@@ -57,12 +63,11 @@ def measure(name, batch, device, seconds):
     model = build(name).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
     loss_fn = nn.CrossEntropyLoss()
-    # Like tools/bench/random_batches.h: uniform pixels, label of row r in batch i (7r + i) % 10.
-    rows = torch.arange(batch)
-    data = [(torch.rand(batch, 784), (rows * 7 + i) % 10) for i in range(16)]
+    batches, pixel_sum, label_sum = fashion_batches.load(batch)
+    data = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
 
     def step(i):
-        x, y = data[i % 16]
+        x, y = data[i % len(data)]
         x, y = x.to(device), y.to(device)
         opt.zero_grad()
         logits = model(x)
@@ -80,14 +85,19 @@ def measure(name, batch, device, seconds):
     for i in range(1, 20):
         step(i)
     sync()
-    steps, last_loss, start = 0, 0.0, time.perf_counter()
+    step_ms, last_loss, i = [], 0.0, 20
+    start = time.perf_counter()
     while time.perf_counter() - start < seconds:
-        last_loss = step(steps)
-        steps += 1
+        before = time.perf_counter()
+        last_loss = step(i)
+        step_ms.append((time.perf_counter() - before) * 1e3)
+        i += 1
     sync()
-    rate = steps * batch / (time.perf_counter() - start)
+    rate = len(step_ms) * batch / (time.perf_counter() - start)
     print(f"torch model={name} batch={batch} samples_per_sec={rate:.0f} "
-          f"first_loss={first_loss:.4f} last_loss={last_loss:.4f}", flush=True)
+          f"median_step_ms={statistics.median(step_ms):.4f} "
+          f"first_loss={first_loss:.4f} last_loss={last_loss:.4f} "
+          f"pixel_sum={pixel_sum:.3f} label_sum={label_sum}", flush=True)
 
 
 def main():

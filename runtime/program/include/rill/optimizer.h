@@ -5,9 +5,11 @@
 //   adam.set_l2(1e-4).set_clip_global_norm(5.0);
 //   auto params = adam.Minimize(builder, loss);
 //
-// The learning rate is a persistable [1] variable ("learning_rate_N") that a
-// trainer may overwrite between steps to decay it, or that a schedule turns
-// into the step's rate with ops of the program.
+// The learning rate is a persistable [1] float32 variable ("learning_rate_N"),
+// whatever the parameters' type (the update ops read a float32 or float64
+// rate), that a trainer may overwrite between steps to decay it, or that a
+// schedule turns into the step's rate with ops of the program. L2 and
+// clipping compute in the gradients' type.
 //
 // With set_placeable(true) the update ops (and the schedule's) go into a
 // placeable block, which the distribute transpiler moves to parameter servers
@@ -30,12 +32,17 @@ class Optimizer {
   explicit Optimizer(float learning_rate) : learning_rate_(learning_rate) {}
   virtual ~Optimizer() = default;
 
-  // Adds coeff * param to each gradient (weight decay).
+  // Adds coeff * param to each gradient (weight decay). A sparse gradient
+  // (selected rows, from Embedding with is_sparse) decays only the rows it
+  // holds, once per row: a row the step did not look up does not decay, as in
+  // Fluid, where the dense gradient would decay every row.
   Optimizer& set_l2(float coeff) {
     l2_ = coeff;
     return *this;
   }
   // Scales all gradients by clip / max(clip, global L2 norm of all gradients).
+  // A sparse gradient counts as the dense tensor it stands for (its rows'
+  // values, repeated rows summed first). The gradients must share one type.
   Optimizer& set_clip_global_norm(float clip) {
     clip_norm_ = clip;
     return *this;
