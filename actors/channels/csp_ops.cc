@@ -106,14 +106,15 @@ void KeepChannel(ShapeContext& ctx) {
 void GoKernel(KernelContext& ctx) {
   const int block = BlockAttr(ctx.op(), "sub_block");
   RunContext& run = ctx.run();
-  Scope* parent = ctx.scope();
   const Place place = ctx.place();
-  run.Go(SubBlockName(ctx, block), [&run, parent, place, block] {
-    // Locals of the block live in a scope of its own; the parent's variables
-    // are shared by name.
-    Scope local(parent);
+  // Locals of the block live in a scope of its own; the parent's variables
+  // are shared by name. The block may outlive this op and the scope it runs
+  // in (another go block's, a loop body's): its scope keeps those alive.
+  std::shared_ptr<Scope> scope = Scope::MakeLocal(ctx.scope());
+  run.Go(SubBlockName(ctx, block), [&run, scope, place, block]() mutable {
+    const std::shared_ptr<Scope> local = std::move(scope);  // gone when the block ends
     Executor executor(place);
-    auto prepared = executor.PrepareSubBlock(run, &local, block);
+    auto prepared = executor.PrepareSubBlock(run, local.get(), block);
     executor.Run(*prepared);
   });
 }
@@ -128,9 +129,10 @@ void WhileKernel(KernelContext& ctx) {
   const int block = BlockAttr(ctx.op(), "sub_block");
   const std::string& cond_name = ctx.InputName("Condition");
   Variable* cond = ctx.InputVar("Condition");
-  Scope local(ctx.scope());
+  // Shared: a go block started in the body may outlive the loop.
+  std::shared_ptr<Scope> local = Scope::MakeLocal(ctx.scope());
   Executor executor(ctx.place());
-  auto body = executor.PrepareSubBlock(ctx.run(), &local, block);
+  auto body = executor.PrepareSubBlock(ctx.run(), local.get(), block);
   while (ConditionHolds(cond->tensor(), cond_name)) executor.Run(*body);
 }
 
@@ -200,9 +202,9 @@ void SelectKernel(KernelContext& ctx) {
         ok ? std::move(received[chosen.value]) : channels[chosen.channel]->ZeroElement();
     SetStatus(ctx, "Status", chosen.value, ok);
   }
-  Scope local(ctx.scope());
+  std::shared_ptr<Scope> local = Scope::MakeLocal(ctx.scope());  // may outlive the op, as in while
   Executor executor(ctx.place());
-  auto body = executor.PrepareSubBlock(ctx.run(), &local, blocks[result.index]);
+  auto body = executor.PrepareSubBlock(ctx.run(), local.get(), blocks[result.index]);
   executor.Run(*body);
 }
 

@@ -21,6 +21,12 @@ void Variable::Clear() {
   object_.reset();
 }
 
+std::shared_ptr<Scope> Scope::MakeLocal(Scope* parent) {
+  auto local = std::make_shared<Scope>(parent);
+  if (parent != nullptr) local->parent_owner_ = parent->weak_from_this().lock();
+  return local;
+}
+
 Variable* Scope::Var(const std::string& name) {
   {
     std::shared_lock lock(mutex_);
@@ -66,8 +72,13 @@ Scope& Scope::NewChild() {
 }
 
 void Scope::DropChildren() {
-  std::unique_lock lock(mutex_);
-  children_.clear();
+  // Destroyed after the lock is released: that runs the destructors of the
+  // variables' objects (readers, channels), which are not ours to run under it.
+  std::vector<std::unique_ptr<Scope>> children;
+  {
+    std::unique_lock lock(mutex_);
+    children.swap(children_);
+  }
 }
 
 std::vector<std::string> Scope::LocalVarNames() const {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "rill/builder.h"
@@ -150,6 +151,66 @@ TEST_P(CspOpsTest, SelectRunsTheCaseThatCanGoOn) {
   EXPECT_EQ(out[0].data<float>()[0], 5.0f);
   EXPECT_EQ(out[1].data<float>()[0], -1.0f);
   EXPECT_EQ(out[2].data<float>()[0], 9.0f);
+}
+
+// Go blocks nested five deep, each declaring a variable of its own: every go
+// block's thread (or fiber) binds its block against the scope of the go block
+// that started it, which may have finished by then. The run must end with the
+// innermost block's value, on both executors, instead of hanging.
+Program NestedGoProgram(int depth) {
+  Program main, startup;
+  Builder b(&main, &startup);
+  Var done = b.MakeChannel({1}, DataType::kFloat32, 0);
+  Var result = b.Variable("result", {1});
+  std::function<void(Builder&, int)> level = [&](Builder& b, int d) {
+    Var local = b.Variable(StrCat("local_", d), {1});
+    b.Assign(b.Constant({1}, static_cast<float>(d)), local);
+    if (d == depth) {
+      b.Assign(local, result);
+      b.ChannelSend(done, b.Constant({1}, 1));
+      return;
+    }
+    b.Go([&](Builder& b) { level(b, d + 1); });
+  };
+  b.Go([&](Builder& b) { level(b, 1); });
+  b.ChannelRecv(done);
+  return main;
+}
+
+TEST_P(CspOpsTest, ChainOfFiveNestedGoBlocksFinishes) {
+  for (int i = 0; i < 20; ++i) {
+    const auto out = RunOnce(GetParam(), NestedGoProgram(5).desc(), {"result"});
+    ASSERT_EQ(out[0].numel(), 1);
+    EXPECT_EQ(out[0].data<float>()[0], 5.0f);
+  }
+}
+
+// A go block started in a loop body reads the body's local after the loop
+// has ended: the loop's scope must live as long as the go block.
+TEST_P(CspOpsTest, GoBlockStartedInALoopOutlivesTheLoop) {
+  Program main, startup;
+  Builder b(&main, &startup);
+  Var start = b.MakeChannel({1}, DataType::kFloat32, 0);
+  Var done = b.MakeChannel({1}, DataType::kFloat32, 0);
+  Var result = b.Variable("result", {1});
+  Var again = b.Variable("again", {1});
+  b.Assign(b.Constant({1}, 1), again);
+  b.While(again, [&](Builder& b) {
+    Var inner = b.Variable("inner", {1});
+    b.Assign(b.Constant({1}, 7), inner);
+    b.Go([&](Builder& b) {
+      b.ChannelRecv(start);  // after the loop has ended
+      b.Assign(b.Scale(inner, 2), result);
+      b.ChannelSend(done, b.Constant({1}, 1));
+    });
+    b.Assign(b.Constant({1}, 0), again);
+  });
+  b.ChannelSend(start, b.Constant({1}, 1));
+  b.ChannelRecv(done);
+  for (int i = 0; i < 20; ++i) {
+    const auto out = RunOnce(GetParam(), main.desc(), {"result"});
+    EXPECT_EQ(out[0].data<float>()[0], 14.0f);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Executors, CspOpsTest, ::testing::Values(Exec::kReference, Exec::kActor),

@@ -4,6 +4,13 @@
 // Thread safety: lookups and creation are safe from many threads (a
 // shared_mutex guards the name table). A Variable's contents are not guarded:
 // the executor orders its writers and readers.
+//
+// Lifetime: a scope must outlive every scope and go block that sees it. A
+// scope the caller owns outright outlives the run (the executors wait for
+// every go block). The scope an op makes for a sub-block's locals comes from
+// MakeLocal: shared, and sharing its parent when the parent is shared too, so
+// a go block started in it — which may outlive the op, and the go block or
+// loop body that started it — keeps every scope it sees alive.
 #pragma once
 
 #include <memory>
@@ -48,12 +55,16 @@ class Variable {
   std::shared_ptr<VarObject> object_;
 };
 
-class Scope {
+class Scope : public std::enable_shared_from_this<Scope> {
  public:
   Scope() = default;
   // A scope that sees `parent`'s variables but is owned by the caller; the
   // parent must outlive it.
   explicit Scope(const Scope* parent) : parent_(parent) {}
+  // A scope for a sub-block's locals under `parent`, owned by whoever holds
+  // the pointer; it shares ownership of `parent` when a shared_ptr owns that
+  // (a MakeLocal scope), else `parent` must outlive it.
+  static std::shared_ptr<Scope> MakeLocal(Scope* parent);
   Scope(const Scope&) = delete;
   Scope& operator=(const Scope&) = delete;
 
@@ -81,6 +92,7 @@ class Scope {
   std::unordered_map<std::string, std::unique_ptr<Variable>> vars_;
   std::vector<std::unique_ptr<Scope>> children_;
   const Scope* parent_ = nullptr;
+  std::shared_ptr<const Scope> parent_owner_;  // parent_, when it is shared
 };
 
 }  // namespace rill
