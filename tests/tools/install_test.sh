@@ -7,6 +7,7 @@
 #
 #   install_test.sh BUILD_DIR WORK CXX
 set -euo pipefail
+# RILL_USER_CXXFLAGS: extra flags for the user program (a sanitizer build sets them).
 build=$1 work=$2 cxx=$3
 rm -rf "$work"
 mkdir -p "$work"
@@ -44,7 +45,7 @@ if grep -E -o '[^ ]*/(caf|boost)/[^ ]*' "$work/use_rill.d" >"$work/reached"; the
 fi
 echo "headers reached: $(tr ' \\' '\n\n' <"$work/use_rill.d" | grep -c '\.h') (no CAF, no Boost)"
 
-"$cxx" -std=c++20 -Wall -Wextra -Werror -I"$prefix/include" "$work/use_rill.cc" \
+"$cxx" -std=c++20 -Wall -Wextra -Werror ${RILL_USER_CXXFLAGS:-} -I"$prefix/include" "$work/use_rill.cc" \
   -L"$prefix/lib" -lrill -lprotobuf -pthread -Wl,-rpath,"$prefix/lib" -o "$work/use_rill"
 "$work/use_rill"
 

@@ -7,6 +7,7 @@
 #
 #   readme_snippet_test.sh README.md WORK CXX LIBRILL INCLUDE_DIR...
 set -euo pipefail
+# RILL_USER_CXXFLAGS: extra flags for the user program (a sanitizer build sets them).
 readme=$1 work=$2 cxx=$3 library=$4
 shift 4
 mkdir -p "$work"
@@ -27,7 +28,7 @@ awk 'BEGIN { body = 0 }
 
 includes=()
 for dir in "$@"; do includes+=("-I$dir"); done
-"$cxx" -std=c++20 -Wall -Wextra -Werror "${includes[@]}" "$work/snippet.cc" "$library" \
+"$cxx" -std=c++20 -Wall -Wextra -Werror ${RILL_USER_CXXFLAGS:-} "${includes[@]}" "$work/snippet.cc" "$library" \
   -lprotobuf -pthread -Wl,-rpath,"$(dirname "$library")" -o "$work/snippet"
 out=$("$work/snippet")
 echo "$out"
