@@ -68,9 +68,8 @@ FeedList FeedRule::Complete(const FeedList& feeds) const {
       if (!var.consumers.empty()) reader = &graph_.ssa.ops[var.consumers[0]];
       break;
     }
-    Fail(ErrorCode::kInvalidArgument, "block ", graph_.block_index(), ", op ",
-         reader ? reader->op_index : -1, " (", reader ? reader->type : "?", "): feed \"", feed.name,
-         "\" is missing (the op reads it and nothing before writes it)");
+    FailMissingFeed(graph_.block_index(), reader ? reader->op_index : -1,
+                    reader ? reader->type : "?", feed.name);
   }
   return all;
 }

@@ -1,6 +1,8 @@
 // placeable_block: a block the distribute transpiler may move to parameter
 // servers (actors/distributed/distributed.md). In one process it runs its sub-block once,
 // in the enclosing scope, so a program computes the same with or without one.
+#include <memory>
+
 #include "rill/executor.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
@@ -11,10 +13,11 @@ namespace {
 void PlaceableBlockKernel(KernelContext& ctx) {
   const int block = BlockAttr(ctx.op(), "sub_block");
   // Locals of the block (a decayed learning rate) live in a scope of their
-  // own; everything else is the enclosing scope's, shared by name.
-  Scope local(ctx.scope());
+  // own; everything else is the enclosing scope's, shared by name. Shared: a
+  // go block started in the block may outlive this op.
+  std::shared_ptr<Scope> local = Scope::MakeLocal(ctx.scope());
   Executor executor(ctx.place());
-  auto body = executor.PrepareSubBlock(ctx.run(), &local, block);
+  auto body = executor.PrepareSubBlock(ctx.run(), local.get(), block);
   executor.Run(*body);
 }
 

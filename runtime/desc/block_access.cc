@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "runtime/desc/var_index.h"
+
 namespace rill {
 namespace {
 
@@ -44,6 +46,39 @@ BlockAccess ExternalAccess(const proto::ProgramDesc& program, int block_index) {
   std::vector<bool> visiting(static_cast<size_t>(program.blocks_size()), false);
   Collect(program, block_index, &visiting, &access);
   return access;
+}
+
+std::vector<FirstRead> ReadBeforeWritten(const proto::ProgramDesc& program, int block_index) {
+  const VarIndex visible(program, block_index);
+  std::set<std::string> written, listed;
+  std::vector<FirstRead> reads;
+  const proto::BlockDesc& block = program.blocks(block_index);
+  for (int i = 0; i < block.ops_size(); ++i) {
+    const proto::OpDesc& op = block.ops(i);
+    // The op's own outputs are written before its sub-blocks read them (a
+    // select case reads what the select received).
+    std::set<std::string> op_reads, own_outputs;
+    for (const auto& slot : op.outputs())
+      own_outputs.insert(slot.vars().begin(), slot.vars().end());
+    for (const auto& slot : op.inputs()) op_reads.insert(slot.vars().begin(), slot.vars().end());
+    std::set<std::string> op_writes = own_outputs;
+    for (int sub : SubBlocksOf(op)) {
+      BlockAccess access = ExternalAccess(program, sub);
+      for (const auto& name : access.reads) {
+        if (!own_outputs.count(name)) op_reads.insert(name);
+      }
+      op_writes.insert(access.writes.begin(), access.writes.end());
+    }
+    for (const auto& name : op_reads) {
+      const proto::VarDesc* desc = visible.Find(name);
+      if (desc == nullptr || desc->persistable() || written.count(name) ||
+          !listed.insert(name).second)
+        continue;
+      reads.push_back({name, i});
+    }
+    written.insert(op_writes.begin(), op_writes.end());
+  }
+  return reads;
 }
 
 std::set<int> SubBlocksOf(const proto::OpDesc& op) {

@@ -7,6 +7,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "rill/proto/program.pb.h"
 
@@ -20,6 +21,18 @@ struct BlockAccess {
 // Variables block `block_index` reads and writes that it does not declare.
 // Cycles through sub-blocks are rejected by validation; here they stop the walk.
 BlockAccess ExternalAccess(const proto::ProgramDesc& program, int block_index);
+
+// A variable a block reads before any of its ops writes it, and the first op
+// that reads it (directly, or in a sub-block it runs).
+struct FirstRead {
+  std::string name;
+  int op_index;
+};
+
+// The non-persistable variables block `block_index` reads before writing
+// them, in the order of their first readers: what a run of the block must be
+// fed, or find holding a value in its scope (the feed rule, README "Feeds").
+std::vector<FirstRead> ReadBeforeWritten(const proto::ProgramDesc& program, int block_index);
 
 // The sub-block indices an op names in its attributes.
 std::set<int> SubBlocksOf(const proto::OpDesc& op);

@@ -3,6 +3,7 @@
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
 #include "rill/validate.h"
+#include "runtime/desc/block_access.h"
 #include "runtime/exec/thread_run_context.h"
 
 namespace rill {
@@ -38,6 +39,12 @@ void CheckFeed(const proto::VarDesc* desc, const std::string& name, const Tensor
              ShapeToString(VarShape(*desc)));
 }
 
+void FailMissingFeed(int block_index, int op_index, const std::string& op_type,
+                     const std::string& name) {
+  Fail(ErrorCode::kInvalidArgument, "block ", block_index, ", op ", op_index, " (", op_type,
+       "): feed \"", name, "\" is missing (the op reads it and nothing before writes it)");
+}
+
 uint64_t OpSeed(const proto::ProgramDesc& program, int block_index, int op_index) {
   const auto& op = program.blocks(block_index).ops(op_index);
   if (const proto::Attr* seed = FindAttr(op, "seed");
@@ -58,6 +65,8 @@ std::unique_ptr<PreparedBlock> Executor::Prepare(const proto::ProgramDesc& progr
   prepared->own_run_ = std::make_unique<ThreadRunContext>(prepared->own_program_);
   prepared->run_ = prepared->own_run_.get();
   Bind(*prepared, scope, block_index);
+  for (FirstRead& read : ReadBeforeWritten(prepared->program(), block_index))
+    prepared->first_reads_.emplace_back(std::move(read.name), read.op_index);
   return prepared;
 }
 
@@ -102,6 +111,14 @@ std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
     CheckFeed(FindVarDesc(block.program(), block.block_index(), name), name, tensor,
               block.block_index());
     scope->Var(name)->mutable_tensor()->ShareDataWith(tensor);
+  }
+  for (const auto& [name, op_index] : block.first_reads_) {
+    const Variable* held = scope->FindVar(name);
+    if (held == nullptr ||
+        (!held->tensor().initialized() && !held->holds_selected_rows() && !held->object())) {
+      const auto& ops = block.program().blocks(block.block_index()).ops();
+      FailMissingFeed(block.block_index(), op_index, ops[op_index].type(), name);
+    }
   }
   RunOps(block);
   std::vector<Tensor> results;

@@ -1,10 +1,15 @@
 #include "rill/validate.h"
 
+#include <algorithm>
+#include <cmath>
+#include <optional>
 #include <set>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
-#include "runtime/desc/var_index.h"
 
 namespace rill {
 namespace {
@@ -77,15 +82,72 @@ void CheckBlocks(const proto::ProgramDesc& program) {
   }
 }
 
-bool IsAncestorOrSelf(const proto::ProgramDesc& program, int ancestor, int block) {
-  for (int hops = 0; block >= 0 && hops <= program.blocks_size(); ++hops) {
-    if (block == ancestor) return true;
-    block = program.blocks(block).parent_idx();
+// The declarations and shapes a block sees while validation walks the block
+// tree depth first: a stack of declarations per name (the nearest on top) and
+// the known shapes, each change undone when its block is left. Entering and
+// leaving a block costs its own declarations, so the walk is linear at any
+// nesting depth (a VarIndex per block costs the depth of the block).
+class VisibleVars {
+ public:
+  const proto::VarDesc* Find(const std::string& name) const {
+    auto it = declared_.find(name);
+    return it == declared_.end() || it->second.empty() ? nullptr : it->second.back();
   }
-  return false;
-}
+  const VarInfoMap& known() const { return known_; }
+  void Reserve(size_t names) {
+    declared_.reserve(names);
+    known_.reserve(names);
+  }
 
-void CheckSlots(const VarIndex& visible, int b, const proto::OpDesc& op,
+  // Declares the block's variables; Leave takes them back.
+  void Enter(const proto::BlockDesc& block) {
+    const size_t mark = undo_.size();
+    for (const auto& var : block.vars()) {
+      declared_[var.name()].push_back(&var);
+      Set(var.name(), VarInfo{VarShape(var), FromProto(var.dtype())});
+    }
+    marks_.push_back(mark);
+  }
+  void Leave(const proto::BlockDesc& block) {
+    UndoTo(marks_.back());
+    marks_.pop_back();
+    for (const auto& var : block.vars()) declared_[var.name()].pop_back();
+  }
+
+  // An inferred output shape, seen by later ops of the block until UndoTo.
+  void Set(const std::string& name, VarInfo info) {
+    auto it = known_.find(name);
+    undo_.push_back({name, it == known_.end() ? std::nullopt : std::optional(it->second)});
+    known_[name] = std::move(info);
+  }
+  // Sub-blocks see the declared shapes, not what their parent's ops inferred.
+  size_t Mark() const { return undo_.size(); }
+  void UndoTo(size_t mark) {
+    for (; undo_.size() > mark; undo_.pop_back()) {
+      auto& [name, old] = undo_.back();
+      if (old) {
+        known_[name] = std::move(*old);
+      } else {
+        known_.erase(name);
+      }
+    }
+  }
+
+ private:
+  std::unordered_map<std::string, std::vector<const proto::VarDesc*>> declared_;
+  VarInfoMap known_;
+  std::vector<std::pair<std::string, std::optional<VarInfo>>> undo_;
+  std::vector<size_t> marks_;
+};
+
+// Where the walk is: the blocks on the path from the root (the ancestors of
+// the block being checked, and itself) and how deep ops nest each sub-block.
+struct WalkState {
+  std::vector<bool> on_path;
+  std::vector<int> nesting;  // sub-blocks an op must run to reach the block
+};
+
+void CheckSlots(const VisibleVars& visible, int b, const proto::OpDesc& op,
                 const google::protobuf::RepeatedPtrField<proto::Slot>& given,
                 const std::vector<SlotSpec>& specs, const char* direction, const Location& at) {
   std::set<std::string> seen;
@@ -123,8 +185,52 @@ void CheckSlots(const VarIndex& visible, int b, const proto::OpDesc& op,
   }
 }
 
+void CheckFinite(const proto::Attr& attr, const AttrSpec& spec, const Location& at) {
+  if (spec.non_finite_allowed) return;
+  auto check = [&](float value, const std::string& which) {
+    if (!std::isfinite(value)) {
+      at.Fail(ErrorCode::kOutOfRange, "", "attribute ", attr.name(), which, " is ", value,
+              ": only finite values are allowed");
+    }
+  };
+  if (attr.value_case() == proto::Attr::kF) check(attr.f(), "");
+  if (attr.value_case() == proto::Attr::kFloats) {
+    for (int i = 0; i < attr.floats().values_size(); ++i)
+      check(attr.floats().values(i), StrCat("[", i, "]"));
+  }
+}
+
+void CheckSubBlock(const proto::ProgramDesc& program, int b, const proto::Attr& attr, int sub,
+                   WalkState& walk, const Location& at) {
+  if (sub < 0 || sub >= program.blocks_size()) {
+    at.Fail(ErrorCode::kOutOfRange, "", "attribute ", attr.name(), " names block ", sub,
+            ", which does not exist (the program has ", program.blocks_size(), ")");
+  }
+  if (walk.on_path[static_cast<size_t>(sub)]) {
+    at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " names block ", sub,
+            ", which is this block or one of its ancestors: a cycle through sub-blocks");
+  }
+  // A gradient block's parent is its forward block (so it sees the forward
+  // values), itself a sub-block of this block.
+  const int parent = program.blocks(sub).parent_idx();
+  const bool child_of_child =
+      parent >= 0 && parent < program.blocks_size() && program.blocks(parent).parent_idx() == b;
+  if (parent != b && !child_of_child) {
+    at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " names block ", sub,
+            ", whose parent is block ", parent, ", not block ", b, " or one of its sub-blocks");
+  }
+  // The sub-block is a descendant, so it is checked after this block.
+  int& nesting = walk.nesting[static_cast<size_t>(sub)];
+  nesting = std::max(nesting, walk.nesting[static_cast<size_t>(b)] + 1);
+  if (nesting > kMaxSubBlockNesting) {
+    at.Fail(ErrorCode::kOutOfRange, "", "attribute ", attr.name(), " names block ", sub,
+            ", which would run ", nesting, " sub-blocks deep: at most ", kMaxSubBlockNesting,
+            " may nest (each level runs on the stack of the one above it)");
+  }
+}
+
 void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& op,
-                const OpSchema& schema, const Location& at) {
+                const OpSchema& schema, WalkState& walk, const Location& at) {
   std::set<std::string> seen;
   for (const auto& attr : op.attrs()) {
     if (!seen.insert(attr.name()).second) {
@@ -144,32 +250,14 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
       at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " must be a ",
               AttrTypeName(spec->type), ", is a ", AttrTypeName(given));
     }
+    CheckFinite(attr, *spec, at);  // before the range check: nan compares false either way
     if (spec->check) {
       std::string why = spec->check(attr);
       if (!why.empty()) at.Fail(ErrorCode::kOutOfRange, "", "attribute ", attr.name(), " ", why);
     }
-    std::vector<int> subs;
-    if (given == AttrType::kBlock) subs.push_back(attr.block());
-    if (given == AttrType::kBlocks)
-      subs.assign(attr.blocks().values().begin(), attr.blocks().values().end());
-    for (const int sub : subs) {
-      if (sub < 0 || sub >= program.blocks_size()) {
-        at.Fail(ErrorCode::kOutOfRange, "", "attribute ", attr.name(), " names block ", sub,
-                ", which does not exist (the program has ", program.blocks_size(), ")");
-      }
-      if (IsAncestorOrSelf(program, sub, b)) {
-        at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " names block ", sub,
-                ", which is this block or one of its ancestors: a cycle through sub-blocks");
-      }
-      // A gradient block's parent is its forward block (so it sees the forward
-      // values), itself a sub-block of this block.
-      const int parent = program.blocks(sub).parent_idx();
-      const bool child_of_child =
-          parent >= 0 && parent < program.blocks_size() && program.blocks(parent).parent_idx() == b;
-      if (parent != b && !child_of_child) {
-        at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " names block ", sub,
-                ", whose parent is block ", parent, ", not block ", b, " or one of its sub-blocks");
-      }
+    if (given == AttrType::kBlock) CheckSubBlock(program, b, attr, attr.block(), walk, at);
+    if (given == AttrType::kBlocks) {
+      for (const int sub : attr.blocks().values()) CheckSubBlock(program, b, attr, sub, walk, at);
     }
   }
   for (const auto& spec : schema.attrs()) {
@@ -180,19 +268,12 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
   }
 }
 
-void CollectVisibleVars(const VarIndex& visible, VarInfoMap* vars) {
-  for (const auto& [name, desc] : visible.all()) {
-    (*vars)[name] = VarInfo{VarShape(*desc), FromProto(desc->dtype())};
-  }
-}
-
-void CheckBlockOps(const proto::ProgramDesc& program, int b) {
+// Checks the ops of block `b`, whose variables `visible` has entered.
+void CheckBlockOps(const proto::ProgramDesc& program, int b, VisibleVars& visible,
+                   WalkState& walk) {
   const auto& block = program.blocks(b);
   Location at(b);
-  const VarIndex visible(program, b);
-  VarInfoMap vars;
-  vars.reserve(visible.all().size());
-  CollectVisibleVars(visible, &vars);
+  const size_t block_start = visible.Mark();  // what the block's ops infer is undone at its end
   for (int i = 0; i < block.ops_size(); ++i) {
     const auto& op = block.ops(i);
     at.SetOp(i, op.type());
@@ -200,12 +281,12 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b) {
     if (schema == nullptr) at.Fail(ErrorCode::kNotFound, "", "unknown op type \"", op.type(), "\"");
     CheckSlots(visible, b, op, op.inputs(), schema->inputs(), "input", at);
     CheckSlots(visible, b, op, op.outputs(), schema->outputs(), "output", at);
-    CheckAttrs(program, b, op, *schema, at);
+    CheckAttrs(program, b, op, *schema, walk, at);
     if (!schema->infer_shape()) continue;
     // Outputs go to their own map: an op that writes its input must see the old value.
     VarInfoMap inferred;
     try {
-      ShapeContext ctx(op, *schema, &vars, &inferred);
+      ShapeContext ctx(op, *schema, &visible.known(), &inferred);
       schema->infer_shape()(ctx);
     } catch (const Error& e) {
       std::string var =
@@ -229,9 +310,47 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b) {
                   " is inferred as ", DataTypeName(out.dtype), " but declared ",
                   DataTypeName(FromProto(declared->dtype())));
         }
-        vars[name] = out;
+        visible.Set(name, out);
       }
     }
+  }
+  visible.UndoTo(block_start);
+}
+
+// Visits every block once, parents before children (an explicit stack: blocks
+// may nest deeper than the call stack could).
+void CheckAllBlockOps(const proto::ProgramDesc& program) {
+  const size_t n = static_cast<size_t>(program.blocks_size());
+  std::vector<std::vector<int>> children(n);
+  for (int b = 1; b < program.blocks_size(); ++b)
+    children[static_cast<size_t>(program.blocks(b).parent_idx())].push_back(b);
+  VisibleVars visible;
+  size_t declarations = 0;
+  for (const auto& block : program.blocks()) declarations += static_cast<size_t>(block.vars_size());
+  visible.Reserve(declarations);
+  WalkState walk{std::vector<bool>(n, false), std::vector<int>(n, 0)};
+  struct Frame {
+    int block;
+    size_t next_child;
+  };
+  std::vector<Frame> path;
+  auto enter = [&](int b) {
+    visible.Enter(program.blocks(b));
+    walk.on_path[static_cast<size_t>(b)] = true;
+    CheckBlockOps(program, b, visible, walk);
+    path.push_back({b, 0});
+  };
+  enter(0);
+  while (!path.empty()) {
+    Frame& top = path.back();
+    const std::vector<int>& kids = children[static_cast<size_t>(top.block)];
+    if (top.next_child < kids.size()) {
+      enter(kids[top.next_child++]);
+      continue;
+    }
+    visible.Leave(program.blocks(top.block));
+    walk.on_path[static_cast<size_t>(top.block)] = false;
+    path.pop_back();
   }
 }
 
@@ -239,7 +358,7 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b) {
 
 void Validate(const proto::ProgramDesc& program) {
   CheckBlocks(program);
-  for (int b = 0; b < program.blocks_size(); ++b) CheckBlockOps(program, b);
+  CheckAllBlockOps(program);
 }
 
 void InferOpShapes(const proto::OpDesc& op, VarInfoMap* vars) {

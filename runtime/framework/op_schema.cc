@@ -113,6 +113,16 @@ OpSchema& OpSchema::Attr(std::string name, std::vector<std::string> default_valu
   return AddAttr(std::move(name), AttrType::kStrings, a, std::move(doc), std::move(check));
 }
 
+OpSchema& OpSchema::AllowNonFinite(const std::string& name) {
+  auto it = std::find_if(attrs_.begin(), attrs_.end(),
+                         [&](const AttrSpec& spec) { return spec.name == name; });
+  RILL_CHECK(it != attrs_.end() && (it->type == AttrType::kFloat || it->type == AttrType::kFloats),
+             kInvalidArgument, "op ", type_, ": AllowNonFinite(\"", name,
+             "\") names no float attribute declared before it");
+  it->non_finite_allowed = true;
+  return *this;
+}
+
 OpSchema& OpSchema::RequiredAttr(std::string name, AttrType type, std::string doc,
                                  AttrCheck check) {
   return AddAttr(std::move(name), type, std::nullopt, std::move(doc), std::move(check));

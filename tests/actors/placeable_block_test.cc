@@ -14,6 +14,8 @@
 #include "rill/op_desc.h"
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
+#include "rill/program_io.h"
+#include "rill/validate.h"
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
@@ -147,6 +149,44 @@ TEST(PlaceableBlockTest, TwoPlacesMergeGradientsBeforeTheBlock) {
         ASSERT_NEAR(one.params[i].GetAsDouble(k), got.params[i].GetAsDouble(k), 1e-9);
       }
     }
+  }
+}
+
+// Sub-blocks nested as deep as validation allows, the innermost one computing
+// y = 2 x; the outermost run by a go op (on a fiber, with its 1 MiB stack) or
+// by a placeable block.
+proto::ProgramDesc NestedBlocks(const std::string& outer_op) {
+  auto run_block = [](const std::string& type, int block) {
+    return "ops { type: \"" + type +
+           "\" attrs { name: \"sub_block\" block: " + std::to_string(block) + " } }\n";
+  };
+  std::string text =
+      "blocks { idx: 0 parent_idx: -1\n"
+      "vars { name: \"x\" kind: DENSE_TENSOR dtype: FLOAT32 shape: [2] }\n"
+      "vars { name: \"y\" kind: DENSE_TENSOR dtype: FLOAT32 shape: [2] }\n" +
+      run_block(outer_op, 1) + "}\n";
+  for (int b = 1; b <= kMaxSubBlockNesting; ++b) {
+    text += "blocks { idx: " + std::to_string(b) + " parent_idx: " + std::to_string(b - 1) + "\n";
+    text += b < kMaxSubBlockNesting
+                ? run_block("placeable_block", b + 1)
+                : "ops { type: \"scale\" inputs { name: \"X\" vars: \"x\" } outputs { name: "
+                  "\"Out\" vars: \"y\" } attrs { name: \"scale\" f: 2 } }\n";
+    text += "}\n";
+  }
+  return ParseProgramText(text);
+}
+
+TEST(PlaceableBlockTest, SubBlocksNestedAsDeepAsAllowedRunOnEveryExecutor) {
+  Tensor x(DataType::kFloat32, {2});
+  x.Fill(1.5);
+  for (const std::string outer : {"placeable_block", "go"}) {
+    SCOPED_TRACE(outer);
+    const proto::ProgramDesc program = NestedBlocks(outer);
+    Scope scope;
+    EXPECT_EQ(Executor().Run(program, &scope, {{"x", x}}, {"y"})[0].GetAsDouble(1), 3.0);
+    Scope actor_scope;
+    ParallelExecutor actors(program, &actor_scope, {.places = {Place::Cpu()}});
+    EXPECT_EQ(actors.Run({{"x", x}}, {"y"})[0].GetAsDouble(1), 3.0);
   }
 }
 

@@ -365,7 +365,12 @@ TEST_F(RillCliTest, BadValuesNameTheirFlag) {
                    "--epochs: must be >= 1, got '0'");
   ExpectUsageError(Rill({"train", "--batch", "many"}), "rill train",
                    "--batch: expected an integer, got 'many'");
-  ExpectUsageError(Rill({"train", "--lr", "0"}), "rill train", "--lr: must be > 0, got '0'");
+  ExpectUsageError(Rill({"train", "--lr", "0"}), "rill train",
+                   "--lr: must be a finite number > 0, got '0'");
+  ExpectUsageError(Rill({"train", "--lr", "inf"}), "rill train",
+                   "--lr: must be a finite number > 0, got 'inf'");
+  ExpectUsageError(Rill({"launch", "--lr", "nan"}), "rill launch",
+                   "--lr: must be a finite number > 0, got 'nan'");
   ExpectUsageError(Rill({"train", "--seed", "-1"}), "rill train",
                    "--seed: expected a non-negative integer, got '-1'");
   ExpectUsageError(Rill({"trace", "summarize", "t.json", "--top", "0"}), "rill trace summarize",

@@ -6,6 +6,7 @@
 #include "tools/rill/flags.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -47,7 +48,10 @@ CLI::Validator Positive() {
         if (text.empty() || end != text.c_str() + text.size()) {
           return "expected a number, got '" + text + "'";
         }
-        if (!(value > 0)) return "must be > 0, got '" + text + "'";
+        // inf would pass `> 0` and then only turn every parameter into nan.
+        if (!(value > 0) || !std::isfinite(value)) {
+          return "must be a finite number > 0, got '" + text + "'";
+        }
         return "";
       },
       "");

@@ -27,7 +27,7 @@ class UsageError : public std::runtime_error {
 CLI::Validator AtLeast(int64_t min, const std::string& source = "");
 // Accepts an unsigned integer without a sign (CLI11 alone would wrap -1 around).
 CLI::Validator NonNegative();
-// Accepts a number > 0: "--lr: must be > 0, got '0'".
+// Accepts a finite number > 0: "--lr: must be a finite number > 0, got '0'".
 CLI::Validator Positive();
 
 // "a,b,,c" -> {"a", "b", "", "c"}; "" -> {}. Empty items are kept, for the

@@ -57,6 +57,8 @@ class PreparedBlock {
   std::vector<Op> ops_;
   // A top-level block's run (its go blocks); a sub-block runs in its caller's.
   std::unique_ptr<ThreadRunContext> own_run_;
+  // A top-level block's variables read before written: checked before a run.
+  std::vector<std::pair<std::string, int>> first_reads_;
   RunContext* run_ = nullptr;
 };
 
@@ -95,6 +97,12 @@ class Executor {
 // a compatible shape. Throws naming the feed. Every executor checks feeds so.
 void CheckFeed(const proto::VarDesc* desc, const std::string& name, const Tensor& tensor,
                int block_index);
+
+// Fails a run whose op `op_index` reads variable `name`, which nothing before
+// it writes and which was neither fed nor holds a value in the scope. Every
+// executor reports a missing feed so, before any op runs.
+[[noreturn]] void FailMissingFeed(int block_index, int op_index, const std::string& op_type,
+                                  const std::string& name);
 
 // Seed of the random generator of op `op_index` in `block_index`: the op's
 // "seed" attribute when non-zero, else mixed from the program's random_seed.

@@ -56,6 +56,8 @@ struct AttrSpec {
   AttrType type = AttrType::kInt;
   std::optional<proto::Attr> default_value;  // absent: the attribute is required
   AttrCheck check;
+  // A float attribute may be inf or nan (validation refuses them otherwise).
+  bool non_finite_allowed = false;
 };
 
 using InferShapeFn = std::function<void(ShapeContext&)>;
@@ -87,6 +89,10 @@ class OpSchema {
                  AttrCheck check = {});
   // Attribute that every op of this type must set.
   OpSchema& RequiredAttr(std::string name, AttrType type, std::string doc, AttrCheck check = {});
+  // Float attribute `name` (declared before) may be inf or nan. Validation
+  // refuses non-finite float attributes of every other op: for most ops they
+  // only turn outputs into inf/nan, or keep a loop from ending.
+  OpSchema& AllowNonFinite(const std::string& name);
   // A block attribute an op may leave out; absent, it reads as block -1 (none).
   OpSchema& OptionalBlockAttr(std::string name, std::string doc);
   OpSchema& InferShape(InferShapeFn fn);
