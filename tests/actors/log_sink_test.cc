@@ -22,31 +22,14 @@
 #include "rill/pserver.h"
 #include "rill/runtime.h"
 #include "rill/transpiler.h"
+#include "tests/testing/captured_log.h"
 
 namespace rill {
 namespace {
 
 using namespace std::chrono_literals;
 
-struct Captured {
-  std::mutex mutex;
-  std::vector<std::pair<LogLevel, std::string>> messages;
-
-  LogSink Sink() {
-    return [this](LogLevel level, const std::string& message) {
-      std::lock_guard<std::mutex> lock(mutex);
-      messages.emplace_back(level, message);
-    };
-  }
-  // The first message containing `part`, or null.
-  const std::pair<LogLevel, std::string>* Find(const std::string& part) {
-    std::lock_guard<std::mutex> lock(mutex);
-    for (const auto& m : messages) {
-      if (m.second.find(part) != std::string::npos) return &m;
-    }
-    return nullptr;
-  }
-};
+using Captured = testing::CapturedLog;
 
 class LogSinkTest : public ::testing::Test {
  protected:

@@ -11,20 +11,12 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/captured_log.h"
+
 namespace rill {
 namespace {
 
-struct Captured {
-  std::mutex mutex;
-  std::vector<std::pair<LogLevel, std::string>> messages;
-
-  LogSink Sink() {
-    return [this](LogLevel level, const std::string& message) {
-      std::lock_guard<std::mutex> lock(mutex);
-      messages.emplace_back(level, message);
-    };
-  }
-};
+using Captured = testing::CapturedLog;
 
 class LogTest : public ::testing::Test {
  protected:
