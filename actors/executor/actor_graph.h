@@ -45,6 +45,7 @@
 #include <vector>
 
 #include "actors/executor/async_ops.h"
+#include "actors/executor/build_times.h"
 #include "actors/executor/built_graph.h"
 #include "actors/executor/device_launcher.h"
 #include "actors/executor/feed_rule.h"
@@ -155,14 +156,21 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void RunActorOp(int slot, int node, uint32_t generation, OpActor& op);
   IterationSlot& slot(int index) { return *slots_[static_cast<size_t>(index)]; }
   const GraphTracer& tracer() const { return *tracer_; }
+  // How long each step of building the graph took.
+  const BuildTimes& build_times() const { return build_times_; }
 
  private:
-  ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int block_index,
-             const std::vector<Place>& places, Scope* scope, const ExecutionStrategy& strategy,
-             const BuildStrategy& build);
+  ActorGraph(Runtime* runtime, int block_index, const std::vector<Place>& places, Scope* scope,
+             const ExecutionStrategy& strategy, const BuildStrategy& build);
 
-  // -- construction ----------------------------------------------------------------
-  void Build();
+  // -- construction (each step records its time in build_times_) ---------------------
+  // Validates and plans `program`, makes the slots, the SSA graph, the parts, the tasks.
+  void Build(const proto::ProgramDesc& program);
+  // Each slot's scopes and kernel contexts.
+  void MakeSlots(int slots);
+  // The built graph of `ssa` (and the planned block's declarations), its
+  // streams and the parts that work on it.
+  void MakeParts(SsaGraph ssa, VarIndex declared);
   void SpawnActors();
   bool CarriesStateAcrossIterations() const;
   // Where place p's copies of parameters live: the CPU place for places with
@@ -199,7 +207,6 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void CancelForShutdown();
 
   Runtime* runtime_;
-  const proto::ProgramDesc program_;  // as given (validated)
   const int block_index_;
   const std::vector<Place> places_;
   Scope* scope_;
@@ -225,6 +232,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   mutable std::mutex stats_mutex_;
   IterationStats last_stats_;  // guarded by stats_mutex_
   std::atomic<int> next_iteration_{0};
+  BuildTimes build_times_;
 };
 
 }  // namespace rill

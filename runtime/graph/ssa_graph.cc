@@ -64,41 +64,29 @@ class GraphBuilder {
 
   GraphBuilder(const DataParallelPlan& plan, const VarIndex& vars, SsaGraph* graph)
       : plan_(plan),
-        block_(plan.program.blocks(plan.block_index)),
+        block_(plan.program().blocks(plan.block_index)),
         vars_(vars),
         graph_(graph),
         states_(static_cast<size_t>(plan.places) + 1) {}
 
   void Build() {
-    // What an op's sub-blocks read and write of this block's variables (a
-    // gradient block also reads its forward block's, which stay inside).
-    std::vector<BlockAccess> sub_access(static_cast<size_t>(block_.ops_size()));
-    for (int i = 0; i < block_.ops_size(); ++i) {
-      // The op's own outputs are written before its sub-blocks read them (a
-      // select case reads what the select received): not reads of the op.
-      std::set<std::string> own_outputs;
-      for (const auto& slot : block_.ops(i).outputs())
-        own_outputs.insert(slot.vars().begin(), slot.vars().end());
-      for (int sub : SubBlocksOf(block_.ops(i))) {
-        BlockAccess a = ExternalAccess(plan_.program, sub);
-        for (const auto& name : a.reads) {
-          if (vars_.Find(name) != nullptr && !own_outputs.count(name))
-            sub_access[i].reads.insert(name);
-        }
-        for (const auto& name : a.writes) {
-          if (vars_.Find(name) != nullptr) sub_access[i].writes.insert(name);
-        }
-      }
+    const std::vector<BlockAccess> sub_access = SubBlockAccess();
+    static const BlockAccess kNone;
+    auto access = [&](int i) -> const BlockAccess& {
+      return sub_access.empty() ? kNone : sub_access[static_cast<size_t>(i)];
+    };
+    // The shared copies are used only when ops run on one place for all (kReduce).
+    for (size_t key = plan_.places > 1 ? 0 : 1; key < states_.size(); ++key) {
+      states_[key].reserve(static_cast<size_t>(block_.vars_size()));
     }
-    for (auto& state : states_) state.reserve(static_cast<size_t>(block_.vars_size()));
-    persistable_.reserve(static_cast<size_t>(block_.vars_size()));
     graph_->ops.reserve(static_cast<size_t>(block_.ops_size() * plan_.places));
+    newest_dependent_.reserve(graph_->ops.capacity());
     graph_->vars.reserve(static_cast<size_t>(block_.vars_size() * plan_.places));
-    AddFeedNodes(sub_access);
+    AddFeedNodes(access);
     for (int i = 0; i < block_.ops_size(); ++i) {
       const proto::OpDesc& op = block_.ops(i);
-      const auto reads = DistinctNames(op.inputs(), sub_access[i].reads);
-      const auto writes = DistinctNames(op.outputs(), sub_access[i].writes);
+      const auto reads = DistinctNames(op.inputs(), access(i).reads);
+      const auto writes = DistinctNames(op.outputs(), access(i).writes);
       const OpPlacement& placement = plan_.ops[i];
       switch (placement.kind) {
         case OpPlacement::kEveryPlace:
@@ -114,6 +102,34 @@ class GraphBuilder {
   }
 
  private:
+  // What each op's sub-blocks read and write of this block's variables (a
+  // gradient block also reads its forward block's, which stay inside); empty
+  // when no op has a sub-block.
+  std::vector<BlockAccess> SubBlockAccess() const {
+    std::vector<BlockAccess> sub_access;
+    for (int i = 0; i < block_.ops_size(); ++i) {
+      const std::set<int> subs = SubBlocksOf(block_.ops(i));
+      if (subs.empty()) continue;
+      if (sub_access.empty()) sub_access.resize(static_cast<size_t>(block_.ops_size()));
+      // The op's own outputs are written before its sub-blocks read them (a
+      // select case reads what the select received): not reads of the op.
+      std::set<std::string> own_outputs;
+      for (const auto& slot : block_.ops(i).outputs())
+        own_outputs.insert(slot.vars().begin(), slot.vars().end());
+      for (int sub : subs) {
+        BlockAccess a = ExternalAccess(plan_.program(), sub);
+        for (const auto& name : a.reads) {
+          if (vars_.Find(name) != nullptr && !own_outputs.count(name))
+            sub_access[i].reads.insert(name);
+        }
+        for (const auto& name : a.writes) {
+          if (vars_.Find(name) != nullptr) sub_access[i].writes.insert(name);
+        }
+      }
+    }
+    return sub_access;
+  }
+
   struct VarState {
     int current = -1;          // var node id of the newest version
     std::vector<int> readers;  // ops that read the newest version
@@ -188,19 +204,20 @@ class GraphBuilder {
 
   // A feed node per place for every non-persistable variable a place reads
   // before anything writes it there.
-  void AddFeedNodes(const std::vector<BlockAccess>& sub_access) {
+  template <class Access>
+  void AddFeedNodes(const Access& access) {
     std::unordered_set<std::string_view> written;
     std::vector<const std::string*> fed;
     std::unordered_set<std::string_view> fed_set;
     for (int i = 0; i < block_.ops_size(); ++i) {
       const proto::OpDesc& op = block_.ops(i);
       if (plan_.ops[i].kind == OpPlacement::kOnePlace) continue;  // shared variables only
-      for (const std::string* name : DistinctNames(op.inputs(), sub_access[i].reads)) {
+      for (const std::string* name : DistinctNames(op.inputs(), access(i).reads)) {
         if (written.count(*name) || fed_set.count(*name) || Persistable(*name)) continue;
         fed_set.insert(*name);
         fed.push_back(name);
       }
-      for (const std::string* name : DistinctNames(op.outputs(), sub_access[i].writes)) {
+      for (const std::string* name : DistinctNames(op.outputs(), access(i).writes)) {
         written.insert(*name);
       }
     }
@@ -214,13 +231,9 @@ class GraphBuilder {
     }
   }
 
-  bool Persistable(const std::string& name) {
-    auto it = persistable_.find(name);
-    if (it != persistable_.end()) return it->second;
+  bool Persistable(const std::string& name) const {
     const proto::VarDesc* desc = vars_.Find(name);
-    const bool p = desc != nullptr && desc->persistable();
-    persistable_.emplace(std::string_view(name), p);
-    return p;
+    return desc != nullptr && desc->persistable();
   }
 
   OpNode& NewOp(OpNodeKind kind, int op_index, const std::string& type, int place) {
@@ -231,6 +244,7 @@ class GraphBuilder {
     node.type = type;
     node.place = place;
     graph_->ops.push_back(std::move(node));
+    newest_dependent_.push_back(-1);
     return graph_->ops.back();
   }
 
@@ -292,7 +306,11 @@ class GraphBuilder {
     Depend(after, before);
   }
 
+  // Edges are only ever added to the newest op: `newest_dependent_[on] == op`
+  // says that op already waits for `on` without searching a long list (the
+  // last op of a fan-in reads thousands).
   bool Depends(int op, int on) const {
+    if (op == static_cast<int>(graph_->ops.size()) - 1) return newest_dependent_[on] == op;
     const auto& preds = graph_->ops[op].predecessors;
     return std::find(preds.begin(), preds.end(), on) != preds.end();
   }
@@ -300,6 +318,7 @@ class GraphBuilder {
   void Depend(int op, int on) {
     if (op == on || Depends(op, on)) return;
     graph_->ops[op].predecessors.push_back(on);
+    if (op == static_cast<int>(graph_->ops.size()) - 1) newest_dependent_[on] = op;
   }
 
   const DataParallelPlan& plan_;
@@ -309,7 +328,7 @@ class GraphBuilder {
   // Per key (kShared first, then each place), keyed by views of names in the
   // program, which outlives the builder.
   std::vector<std::unordered_map<std::string_view, VarState>> states_;
-  std::unordered_map<std::string_view, bool> persistable_;
+  std::vector<int> newest_dependent_;  // by op id: the newest op that waits for it, or -1
   struct Barriers {
     int last = -1;           // the newest barrier op
     std::vector<int> since;  // ops added after it
@@ -358,6 +377,11 @@ SsaGraph BuildSsaGraph(const proto::ProgramDesc& program, int block_index,
 }
 
 SsaGraph BuildSsaGraph(const DataParallelPlan& plan, const GraphOptions& options) {
+  return BuildSsaGraph(plan, options, VarIndex(plan.program(), plan.block_index));
+}
+
+SsaGraph BuildSsaGraph(const DataParallelPlan& plan, const GraphOptions& options,
+                       const VarIndex& vars) {
   RILL_CHECK(static_cast<int>(options.places.size()) == plan.places, kInvalidArgument,
              "the plan is for ", plan.places, " places, the options name ", options.places.size());
   RILL_CHECK(options.streams_per_place >= 1, kInvalidArgument, "streams_per_place is ",
@@ -366,17 +390,18 @@ SsaGraph BuildSsaGraph(const DataParallelPlan& plan, const GraphOptions& options
   graph.places = options.places;
   graph.streams_per_place = options.streams_per_place;
   graph.block_index = plan.block_index;
-  const VarIndex vars(plan.program, plan.block_index);
   GraphBuilder(plan, vars, &graph).Build();
   for (auto& op : graph.ops) {
     std::sort(op.predecessors.begin(), op.predecessors.end());
     for (int pred : op.predecessors) graph.ops[pred].successors.push_back(op.id);
   }
   // Successors were appended in increasing op id order: already sorted and unique.
-  EstimateOpCosts(plan.program, plan.block_index, vars, options.batch_hint, &graph);
   if (options.assignment == StreamAssignment::kRoundRobin) {
     for (OpNode& op : graph.ops) op.stream = op.place < 0 ? 0 : op.id % graph.streams_per_place;
+  } else if (graph.streams_per_place == 1) {
+    for (OpNode& op : graph.ops) op.stream = 0;  // nothing to balance: no costs needed
   } else {
+    EstimateOpCosts(plan.program(), plan.block_index, vars, options.batch_hint, &graph);
     AssignStreams(&graph);
   }
   return graph;
