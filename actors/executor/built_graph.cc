@@ -7,6 +7,7 @@
 #include "rill/device.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
+#include "runtime/base/huge_pages.h"
 
 namespace rill {
 namespace {
@@ -34,6 +35,8 @@ void BuiltGraph::BuildNodes() {
   auto stream_of = [&](const OpNode& op) {
     return op.place < 0 ? -1 : op.place * streams_per_place + op.stream;
   };
+  nodes.reserve(ssa.ops.size());
+  AdviseHugePages(nodes.data(), nodes.capacity() * sizeof(Node));  // before the first touch
   nodes.resize(ssa.ops.size());
   merges.resize(static_cast<size_t>(plan.collectives));
   successor_begin.reserve(ssa.ops.size() + 1);

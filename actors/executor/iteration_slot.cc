@@ -6,6 +6,7 @@
 #include "actors/executor/block_runner.h"
 #include "rill/executor.h"
 #include "rill/op_registry.h"
+#include "runtime/base/huge_pages.h"
 #include "runtime/core/place_io.h"
 
 namespace rill {
@@ -119,6 +120,7 @@ void IterationSlot::MakeContexts(const DataParallelPlan& plan, const std::vector
   }
   // Reserved: the contexts never move, and lie in op order in one block.
   context_storage.reserve(count);
+  AdviseHugePages(context_storage.data(), count * sizeof(KernelContext));
   contexts.assign(static_cast<size_t>(n * ops), nullptr);
   const std::string* last_type = nullptr;  // ops of one type in a row look their schema up once
   const OpSchema* schema = nullptr;

@@ -1,16 +1,14 @@
 #include "runtime/graph/data_parallel.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
-#include <new>
 #include <utility>
 
 #include "rill/data_type.h"
 #include "rill/error.h"
 #include "rill/op_desc.h"
+#include "runtime/base/huge_pages.h"
 #include "runtime/desc/var_index.h"
 
 namespace rill {
@@ -126,38 +124,64 @@ int OwnerOf(const proto::OpDesc& op, const std::map<std::string, int>& owner) {
   return p < 0 ? 0 : p;
 }
 
-// Blocks of the arena a planned program lives on. A 100k-op program copies
-// into ~60 MB of small messages; the arena packs them into a few big blocks,
-// and blocks of 2 MB or more are mapped with MADV_HUGEPAGE so that the kernel
-// may back them with huge pages: one page fault per 2 MB instead of one per
-// 4 KB (on the 2-core VM of issue 19, 4 KB faults made a 100k-op copy cost
-// 250 ms; on huge pages it took 50 ms).
-constexpr size_t kHugePage = size_t{2} << 20;
+// Ops to insert after each op of the block (by its index).
+using OpsAfter = std::vector<std::vector<proto::OpDesc>>;
 
-void* AllocateBlock(size_t size) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (size >= kHugePage) {
-    void* block = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (block == MAP_FAILED) throw std::bad_alloc();
-    madvise(block, size, MADV_HUGEPAGE);  // a hint: without huge pages the block still works
-    return block;
+// Each bucket's collective, numbered in bucket order, after the last
+// backward write of its gradients.
+void AddMerges(const std::vector<std::vector<Gradient>>& buckets, bool reduce, OpsAfter* after) {
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    proto::OpDesc merge;
+    merge.set_type(reduce ? "reduce" : "allreduce");
+    merge.set_role(proto::ROLE_BACKWARD);
+    std::vector<std::string> names;
+    int position = 0;
+    for (const Gradient& g : buckets[b]) {
+      names.push_back(g.grad);
+      position = std::max(position, g.last_write);
+    }
+    SetInput(&merge, "X", names);
+    SetOutput(&merge, "Out", names);
+    SetAttr(&merge, "order", static_cast<int64_t>(b));
+    (*after)[position].push_back(std::move(merge));
   }
-#endif
-  return ::operator new(size);
 }
 
-void FreeBlock(void* block, size_t size) {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  if (size >= kHugePage) {
-    munmap(block, size);
-    return;
+// Declares the loss scale and multiplies the loss gradient seed (the first
+// op of role loss-grad) by it, right after the seed. Returns whether the
+// block has a seed.
+bool AddLossScale(proto::BlockDesc* block, int block_index, const VarIndex& vars, OpsAfter* after) {
+  for (int i = 0; i < block->ops_size(); ++i) {
+    const proto::OpDesc& op = block->ops(i);
+    if (op.role() != proto::ROLE_LOSS_GRAD) continue;
+    const std::string loss_grad = OutputVar(op, "Out");
+    const proto::VarDesc* desc = vars.Find(loss_grad);
+    RILL_CHECK(desc != nullptr, kInvalidArgument, "block ", block_index, ", op ", i, " (",
+               op.type(), "): the loss gradient \"", loss_grad, "\" is not declared");
+    proto::VarDesc* scale = block->add_vars();
+    scale->set_name(kLossScaleVar);
+    scale->set_kind(proto::DENSE_TENSOR);
+    scale->set_dtype(desc->dtype());
+    scale->add_shape(1);
+    scale->set_stop_gradient(true);
+    proto::OpDesc mul;
+    mul.set_type("elementwise_mul");
+    mul.set_role(proto::ROLE_LOSS_GRAD);
+    SetInput(&mul, "X", {loss_grad});
+    SetInput(&mul, "Y", {kLossScaleVar});
+    SetOutput(&mul, "Out", {loss_grad});
+    (*after)[i].insert((*after)[i].begin(), std::move(mul));
+    return true;
   }
-#endif
-  ::operator delete(block);
+  return false;
 }
 
-// An arena whose first block fits about all of `program` (about 300 bytes
-// per op or variable declared), so that small programs take little memory.
+// The arena a planned program lives on. A 100k-op program copies into ~60 MB
+// of small messages: the arena packs them into a few big blocks, on huge
+// pages where the kernel has them (huge_pages.h; with 4 KB pages the copy
+// cost 250 ms on the 2-core VM, 50 ms on huge pages). The first block fits
+// about all of `program` (about 300 bytes per op or variable declared), so
+// that small programs take little memory.
 std::unique_ptr<google::protobuf::Arena> MakeProgramArena(const proto::ProgramDesc& program) {
   size_t entries = 0;
   for (const auto& block : program.blocks()) {
@@ -165,12 +189,14 @@ std::unique_ptr<google::protobuf::Arena> MakeProgramArena(const proto::ProgramDe
   }
   constexpr size_t kMaxBlock = size_t{32} << 20;
   size_t first = std::clamp<size_t>(entries * 300, 4096, kMaxBlock);
-  if (first >= kHugePage) first = (first + kHugePage - 1) / kHugePage * kHugePage;
+  if (first >= kHugePageBytes) {
+    first = (first + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  }
   google::protobuf::ArenaOptions options;
   options.start_block_size = first;
   options.max_block_size = std::max(first, kMaxBlock);
-  options.block_alloc = &AllocateBlock;
-  options.block_dealloc = &FreeBlock;
+  options.block_alloc = &AllocateHugePageBlock;
+  options.block_dealloc = &FreeHugePageBlock;
   return std::make_unique<google::protobuf::Arena>(options);
 }
 
@@ -202,44 +228,9 @@ DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_i
 
   // Rebuild the op list with the loss scale after the seed and each bucket's
   // collective after the last backward write of its gradients.
-  std::vector<std::vector<proto::OpDesc>> after(static_cast<size_t>(block->ops_size()));
-  for (size_t b = 0; b < buckets.size(); ++b) {
-    proto::OpDesc merge;
-    merge.set_type(reduce ? "reduce" : "allreduce");
-    merge.set_role(proto::ROLE_BACKWARD);
-    std::vector<std::string> names;
-    int position = 0;
-    for (const Gradient& g : buckets[b]) {
-      names.push_back(g.grad);
-      position = std::max(position, g.last_write);
-    }
-    SetInput(&merge, "X", names);
-    SetOutput(&merge, "Out", names);
-    SetAttr(&merge, "order", static_cast<int64_t>(b));
-    after[position].push_back(std::move(merge));
-  }
-  for (int i = 0; i < block->ops_size(); ++i) {
-    const proto::OpDesc& op = block->ops(i);
-    if (op.role() != proto::ROLE_LOSS_GRAD || !plan.loss_scale.empty()) continue;
-    const std::string loss_grad = OutputVar(op, "Out");
-    const proto::VarDesc* desc = vars.Find(loss_grad);
-    RILL_CHECK(desc != nullptr, kInvalidArgument, "block ", block_index, ", op ", i, " (",
-               op.type(), "): the loss gradient \"", loss_grad, "\" is not declared");
-    proto::VarDesc* scale = block->add_vars();
-    scale->set_name(kLossScaleVar);
-    scale->set_kind(proto::DENSE_TENSOR);
-    scale->set_dtype(desc->dtype());
-    scale->add_shape(1);
-    scale->set_stop_gradient(true);
-    proto::OpDesc mul;
-    mul.set_type("elementwise_mul");
-    mul.set_role(proto::ROLE_LOSS_GRAD);
-    SetInput(&mul, "X", {loss_grad});
-    SetInput(&mul, "Y", {kLossScaleVar});
-    SetOutput(&mul, "Out", {loss_grad});
-    after[i].insert(after[i].begin(), std::move(mul));
-    plan.loss_scale = kLossScaleVar;
-  }
+  OpsAfter after(static_cast<size_t>(block->ops_size()));
+  AddMerges(buckets, reduce, &after);
+  if (AddLossScale(block, block_index, vars, &after)) plan.loss_scale = kLossScaleVar;
   // The ops move (on one arena, a move is a swap), the merges join them.
   auto* ops = google::protobuf::Arena::Create<google::protobuf::RepeatedPtrField<proto::OpDesc>>(
       plan.arena_.get());
