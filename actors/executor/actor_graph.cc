@@ -134,6 +134,8 @@ void ActorGraph::MakeParts(SsaGraph ssa, VarIndex declared) {
   // Lanes before the slots' tasks: block ops' graphs are traced under their op's lane.
   tracer_ = std::make_unique<GraphTracer>(*built_, streams_, strategy_);
   async_ = std::make_unique<AsyncOps>(*this, *built_, *runtime_);
+  merges_ =
+      std::make_unique<MergeScheduler>(*this, *built_, streams_, *devices_, *merger_, *tracer_);
   drainer_ =
       std::make_unique<StreamDrainer>(*this, streams_, strategy_.spin_before_sleep, shut_down_);
   watchdog_ = std::make_unique<Watchdog>(*built_, streams_, slots_, *async_, strategy_,
@@ -269,8 +271,8 @@ void ActorGraph::Invoke(Task* task, Stream* stream) {
   switch (task->kind) {
     case TaskKind::kKernel: RunKernel(task, *stream, slot, generation); break;
     case TaskKind::kFeed: RunFeed(task, *stream, slot, generation); break;
-    case TaskKind::kChunk: RunChunk(task, *stream, slot, generation); break;
-    case TaskKind::kCollective: IssueMerge(task, slot, generation); break;
+    case TaskKind::kChunk: merges_->RunChunk(task, *stream, slot, generation); break;
+    case TaskKind::kCollective: merges_->Issue(task, slot, generation); break;
     case TaskKind::kBlock: async_->StartBlock(task, slot, generation); break;
     case TaskKind::kFiber: async_->StartFiber(task, slot, generation); break;
     case TaskKind::kActor: async_->StartActorOp(task, slot, generation); break;
@@ -390,76 +392,6 @@ void ActorGraph::CountProgress() { async_->CountProgress(); }
 
 void ActorGraph::RunActorOp(int slot, int node, uint32_t generation, OpActor& op) {
   async_->RunActorOp(slot, node, generation, op);
-}
-
-// -- gradient merges -----------------------------------------------------------------------
-
-void ActorGraph::IssueMerge(Task* task, IterationSlot& slot, uint32_t generation) {
-  const GradientMerge& merge = built_->merges[built_->nodes[task->node].merge];
-  MergeState& state = slot.merges[merge.order];
-  if (!devices_->nccl() && devices_->any()) devices_->WaitForGradients(merge, slot);
-  if (slot.backward_pending.load(std::memory_order_relaxed) > 0) {
-    slot.overlapped.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (devices_->nccl()) return MergeOnNccl(task, merge, slot, generation);
-  if (slot.traced) tracer_->ChunkMessages(merge, state, slot);
-  merger_->Prepare(merge, state, !slot.cancelled.load(std::memory_order_relaxed));
-  const int n = built_->places();
-  state.chunks_left.Reset(generation, static_cast<uint32_t>(n));
-  for (int p = 0; p < n; ++p) {
-    Task* chunk = &state.chunks[p];
-    chunk->countdown.Reset(generation, 0);
-    // Every place runs its merges in their global order.
-    if (slot.orders[p]->Arrive(merge.order, chunk)) streams_[chunk->stream]->SubmitUrgent(chunk);
-  }
-}
-
-void ActorGraph::MergeOnNccl(Task* task, const GradientMerge& merge, IterationSlot& slot,
-                             uint32_t generation) {
-  MergeState& state = slot.merges[merge.order];
-  const bool traced = slot.traced;
-  if (traced) state.issued_ns = TraceRecorder::Now();
-  state.raw_bytes = state.merged_bytes = 0;
-  if (!slot.cancelled.load(std::memory_order_relaxed)) {
-    RunOrFail(slot, merge.node, [&] { devices_->AllReduceOnNccl(merge, state, slot, *merger_); });
-  }
-  if (traced) {
-    tracer_->Span(TraceEventKind::kCollective, tracer_->lane(merge.node), merge.node, -1,
-                  state.issued_ns, slot, state.merged_bytes, state.raw_bytes);
-  }
-  Complete(task, slot, generation, nullptr);
-}
-
-void ActorGraph::RunChunk(Task* chunk, Stream& stream, IterationSlot& slot, uint32_t generation) {
-  const int p = chunk->place;
-  const GradientMerge& merge = built_->merges[built_->nodes[chunk->node].merge];
-  MergeState& state = slot.merges[merge.order];
-  // This place's next merge may queue behind this one now.
-  if (Task* next = slot.orders[p]->Start(merge.order)) streams_[next->stream]->SubmitUrgent(next);
-  const bool traced = slot.traced;  // the slot may be reused once the last chunk completes
-  const int64_t began = traced ? TraceRecorder::Now() : 0;
-  if (!slot.cancelled.load(std::memory_order_relaxed)) {
-    stream.SetRunning(merge.node);
-    auto reduce = [this, &merge, &state, &slot, p] {
-      if (slot.cancelled.load(std::memory_order_relaxed)) return;
-      RunOrFail(slot, merge.node, [&] { merger_->ReduceChunk(merge, state, p); });
-    };
-    if (!devices_->LaunchChunk(*chunk, merge, slot, reduce)) reduce();
-    stream.SetRunning(-1);
-    if (traced) {
-      tracer_->Span(TraceEventKind::kKernel, tracer_->chunk_lane(merge.order, p), merge.node,
-                    stream.index_in_place(), began, slot);
-    }
-  }
-  stream.CountExecuted();
-  if (state.chunks_left.Arrive(generation) == Countdown::Arrival::kReady) {
-    if (traced) {
-      tracer_->Span(TraceEventKind::kCollective, tracer_->lane(merge.node), merge.node, -1,
-                    state.issued_ns, slot, state.merged_bytes, state.raw_bytes);
-    }
-    Complete(&slot.tasks[merge.node], slot, generation, &stream);
-  }
-  if (traced) CurrentTrace() = {};
 }
 
 // -- the end of an iteration -----------------------------------------------------------------

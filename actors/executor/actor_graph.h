@@ -7,6 +7,8 @@
 //                   errors, countdown re-arming (iteration_slot.h)
 //   Stream, StreamDrainer  the queues tasks wait in and the threads that
 //                   drain them, with one linger routine (stream.h, stream_drainer.h)
+//   MergeScheduler  how a merge runs once its barrier opens: chunks on each
+//                   place's stream, or NCCL (merge_scheduler.h)
 //   GradientMerger  the arithmetic of gradient merges; MergeOrder, their
 //                   global issue order per place (gradient_merge.h, merge_order.h)
 //   DeviceLauncher  device places' streams, events, copies, NCCL (device_launcher.h)
@@ -52,6 +54,7 @@
 #include "actors/executor/gradient_merge.h"
 #include "actors/executor/graph_tracer.h"
 #include "actors/executor/iteration_slot.h"
+#include "actors/executor/merge_scheduler.h"
 #include "actors/executor/stream.h"
 #include "actors/executor/stream_drainer.h"
 #include "actors/executor/task.h"
@@ -192,11 +195,6 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void Dispatch(Task* task, Stream* from);
   void RunKernel(Task* task, Stream& stream, IterationSlot& slot, uint32_t generation);
   void RunFeed(Task* task, Stream& stream, IterationSlot& slot, uint32_t generation);
-  // A merge's barrier opened: prepares it and hands each place its chunk.
-  void IssueMerge(Task* task, IterationSlot& slot, uint32_t generation);
-  void MergeOnNccl(Task* task, const GradientMerge& merge, IterationSlot& slot,
-                   uint32_t generation);
-  void RunChunk(Task* chunk, Stream& stream, IterationSlot& slot, uint32_t generation);
   // The graph's own part is over (terminal countdown completed, or aborted); once.
   void EndGraphPart(IterationSlot& slot);
   void Finish(IterationSlot& slot);
@@ -220,6 +218,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::unique_ptr<GraphTracer> tracer_;
   std::unique_ptr<DeviceLauncher> devices_;
   std::unique_ptr<GradientMerger> merger_;
+  std::unique_ptr<MergeScheduler> merges_;
   std::unique_ptr<AsyncOps> async_;
   std::unique_ptr<StreamDrainer> drainer_;
   std::unique_ptr<Watchdog> watchdog_;
