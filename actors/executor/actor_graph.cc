@@ -18,9 +18,8 @@ using Clock = std::chrono::steady_clock;
 
 // Whether an iteration writes a persistable variable (parameters, optimizer
 // state, counters): then the next one depends on it and they cannot overlap.
-bool CarriesState(const DataParallelPlan& plan) {
-  const VarIndex declared(plan.program, plan.block_index);
-  for (const auto& op : plan.program.blocks(plan.block_index).ops()) {
+bool CarriesState(const DataParallelPlan& plan, const VarIndex& declared) {
+  for (const auto& op : plan.program().blocks(plan.block_index).ops()) {
     for (const auto& slot : op.outputs()) {
       for (const auto& name : slot.vars()) {
         const proto::VarDesc* desc = declared.Find(name);
@@ -40,17 +39,17 @@ std::shared_ptr<ActorGraph> ActorGraph::Spawn(Runtime* runtime, const proto::Pro
                                               Scope* scope, const ExecutionStrategy& strategy,
                                               const BuildStrategy& build) {
   std::shared_ptr<ActorGraph> graph(
-      new ActorGraph(runtime, program, block_index, places, scope, strategy, build));
-  graph->Build();
+      new ActorGraph(runtime, block_index, places, scope, strategy, build));
+  graph->Build(program);
+  BuildStopwatch watch;
   graph->SpawnActors();
+  graph->build_times_.actors_ms = watch.Lap();
   return graph;
 }
 
-ActorGraph::ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int block_index,
-                       const std::vector<Place>& places, Scope* scope,
-                       const ExecutionStrategy& strategy, const BuildStrategy& build)
+ActorGraph::ActorGraph(Runtime* runtime, int block_index, const std::vector<Place>& places,
+                       Scope* scope, const ExecutionStrategy& strategy, const BuildStrategy& build)
     : runtime_(runtime),
-      program_(program),
       block_index_(block_index),
       places_(places),
       scope_(scope),
@@ -63,28 +62,59 @@ ActorGraph::ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int 
 
 ActorGraph::~ActorGraph() { Shutdown(); }
 
-void ActorGraph::Build() {
+void ActorGraph::Build(const proto::ProgramDesc& program) {
   RILL_CHECK(scope_ != nullptr, kInvalidArgument, "the actor executor needs a scope");
   RILL_CHECK(!places_.empty(), kInvalidArgument, "the actor executor needs at least one place");
-  Validate(program_);
-  RILL_CHECK(block_index_ >= 0 && block_index_ < program_.blocks_size(), kOutOfRange, "block ",
-             block_index_, " does not exist (the program has ", program_.blocks_size(), ")");
+  BuildStopwatch watch;
+  Validate(program);
+  build_times_.validate_ms = watch.Lap();
+  RILL_CHECK(block_index_ >= 0 && block_index_ < program.blocks_size(), kOutOfRange, "block ",
+             block_index_, " does not exist (the program has ", program.blocks_size(), ")");
   const int places = static_cast<int>(places_.size());
-  plan_ = PlanDataParallel(program_, block_index_, places, build_);
-  const int slots = CarriesState(plan_) ? 1 : strategy_.max_iterations_in_flight;
-  // Kernel contexts first, while the heap is fresh: each slot's contexts then
-  // lie in one contiguous run of memory, in op order, which is the order
-  // chains run them in (graph building leaves the heap fragmented).
-  for (int i = 0; i < slots; ++i) {
-    slots_.push_back(std::make_unique<IterationSlot>(i));
-    slots_.back()->Bind(plan_, places_, scope_, slots > 1, build_.reduce, this);
-  }
+  plan_ = PlanDataParallel(program, block_index_, places, build_);
+  VarIndex declared(plan_.program(), block_index_);
+  const int slots = CarriesState(plan_, declared) ? 1 : strategy_.max_iterations_in_flight;
+  build_times_.plan_ms = watch.Lap();
+  MakeSlots(slots);
+  watch.Lap();  // MakeSlots timed its own steps
   GraphOptions options;
   options.places = places_;
   options.streams_per_place = std::max(1, strategy_.num_threads / places);
   options.assignment = strategy_.stream_assignment;
   options.build = build_;
-  SsaGraph ssa = BuildSsaGraph(plan_, options);
+  SsaGraph ssa = BuildSsaGraph(plan_, options, declared);
+  build_times_.graph_ms = watch.Lap();
+  MakeParts(std::move(ssa), std::move(declared));
+  build_times_.nodes_ms = watch.Lap();
+  for (auto& slot : slots_) {
+    slot->BuildTasks(*built_);
+    devices_->PrepareSlot(*slot);
+    async_->PrepareSlot(*slot, strategy_.trace);
+    tracer_->PrepareSlot(*slot);
+  }
+  free_slots_.release(slots);
+  int blas = strategy_.blas_threads;
+  if (blas <= 0) blas = std::max(1, Runtime::HardwareThreads() / strategy_.num_threads);
+  SetBlasThreads(blas);
+  build_times_.tasks_ms = watch.Lap();
+}
+
+void ActorGraph::MakeSlots(int slots) {
+  // Kernel contexts first, while the heap is fresh: each slot's contexts then
+  // lie in one contiguous run of memory, in op order, which is the order
+  // chains run them in (graph building leaves the heap fragmented).
+  BuildStopwatch watch;
+  for (int i = 0; i < slots; ++i) {
+    slots_.push_back(std::make_unique<IterationSlot>(i));
+    slots_.back()->MakeScopes(plan_, scope_, slots > 1, build_.reduce, this);
+  }
+  build_times_.scopes_ms = watch.Lap();
+  for (auto& slot : slots_) slot->MakeContexts(plan_, places_);
+  build_times_.contexts_ms = watch.Lap();
+}
+
+void ActorGraph::MakeParts(SsaGraph ssa, VarIndex declared) {
+  const int places = static_cast<int>(places_.size());
   RILL_CHECK(places * ssa.streams_per_place < 32768, kInvalidArgument,
              "too many streams: ", places * ssa.streams_per_place);
   for (int p = 0; p < places; ++p) {
@@ -96,29 +126,22 @@ void ActorGraph::Build() {
   for (const Place& place : places_) {
     if (place.is_device()) strategy_.release_memory_early = false;
   }
-  built_ = std::make_unique<const BuiltGraph>(plan_, std::move(ssa), places_, strategy_);
+  built_ = std::make_unique<const BuiltGraph>(plan_, std::move(ssa), std::move(declared), places_,
+                                              strategy_);
   devices_ = std::make_unique<DeviceLauncher>(*built_, streams_, build_, strategy_.dependency_wait);
   merger_ = std::make_unique<GradientMerger>(places, build_, built_->merges.size());
-  feed_rule_ = std::make_unique<FeedRule>(*built_, *scope_, slots);
+  feed_rule_ = std::make_unique<FeedRule>(*built_, *scope_, static_cast<int>(slots_.size()));
   // Lanes before the slots' tasks: block ops' graphs are traced under their op's lane.
   tracer_ = std::make_unique<GraphTracer>(*built_, streams_, strategy_);
   async_ = std::make_unique<AsyncOps>(*this, *built_, *runtime_);
-  for (auto& slot : slots_) {
-    slot->BuildTasks(*built_);
-    devices_->PrepareSlot(*slot);
-    async_->PrepareSlot(*slot, strategy_.trace);
-    tracer_->PrepareSlot(*slot);
-  }
+  merges_ =
+      std::make_unique<MergeScheduler>(*this, *built_, streams_, *devices_, *merger_, *tracer_);
   drainer_ =
       std::make_unique<StreamDrainer>(*this, streams_, strategy_.spin_before_sleep, shut_down_);
   watchdog_ = std::make_unique<Watchdog>(*built_, streams_, slots_, *async_, strategy_,
                                          [this](IterationSlot& slot, const std::string& why) {
                                            Abort(slot, ErrorCode::kTimeout, why);
                                          });
-  free_slots_.release(slots);
-  int blas = strategy_.blas_threads;
-  if (blas <= 0) blas = std::max(1, Runtime::HardwareThreads() / strategy_.num_threads);
-  SetBlasThreads(blas);
 }
 
 void ActorGraph::SpawnActors() {
@@ -248,8 +271,8 @@ void ActorGraph::Invoke(Task* task, Stream* stream) {
   switch (task->kind) {
     case TaskKind::kKernel: RunKernel(task, *stream, slot, generation); break;
     case TaskKind::kFeed: RunFeed(task, *stream, slot, generation); break;
-    case TaskKind::kChunk: RunChunk(task, *stream, slot, generation); break;
-    case TaskKind::kCollective: IssueMerge(task, slot, generation); break;
+    case TaskKind::kChunk: merges_->RunChunk(task, *stream, slot, generation); break;
+    case TaskKind::kCollective: merges_->Issue(task, slot, generation); break;
     case TaskKind::kBlock: async_->StartBlock(task, slot, generation); break;
     case TaskKind::kFiber: async_->StartFiber(task, slot, generation); break;
     case TaskKind::kActor: async_->StartActorOp(task, slot, generation); break;
@@ -369,76 +392,6 @@ void ActorGraph::CountProgress() { async_->CountProgress(); }
 
 void ActorGraph::RunActorOp(int slot, int node, uint32_t generation, OpActor& op) {
   async_->RunActorOp(slot, node, generation, op);
-}
-
-// -- gradient merges -----------------------------------------------------------------------
-
-void ActorGraph::IssueMerge(Task* task, IterationSlot& slot, uint32_t generation) {
-  const GradientMerge& merge = built_->merges[built_->nodes[task->node].merge];
-  MergeState& state = slot.merges[merge.order];
-  if (!devices_->nccl() && devices_->any()) devices_->WaitForGradients(merge, slot);
-  if (slot.backward_pending.load(std::memory_order_relaxed) > 0) {
-    slot.overlapped.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (devices_->nccl()) return MergeOnNccl(task, merge, slot, generation);
-  if (slot.traced) tracer_->ChunkMessages(merge, state, slot);
-  merger_->Prepare(merge, state, !slot.cancelled.load(std::memory_order_relaxed));
-  const int n = built_->places();
-  state.chunks_left.Reset(generation, static_cast<uint32_t>(n));
-  for (int p = 0; p < n; ++p) {
-    Task* chunk = &state.chunks[p];
-    chunk->countdown.Reset(generation, 0);
-    // Every place runs its merges in their global order.
-    if (slot.orders[p]->Arrive(merge.order, chunk)) streams_[chunk->stream]->SubmitUrgent(chunk);
-  }
-}
-
-void ActorGraph::MergeOnNccl(Task* task, const GradientMerge& merge, IterationSlot& slot,
-                             uint32_t generation) {
-  MergeState& state = slot.merges[merge.order];
-  const bool traced = slot.traced;
-  if (traced) state.issued_ns = TraceRecorder::Now();
-  state.raw_bytes = state.merged_bytes = 0;
-  if (!slot.cancelled.load(std::memory_order_relaxed)) {
-    RunOrFail(slot, merge.node, [&] { devices_->AllReduceOnNccl(merge, state, slot, *merger_); });
-  }
-  if (traced) {
-    tracer_->Span(TraceEventKind::kCollective, tracer_->lane(merge.node), merge.node, -1,
-                  state.issued_ns, slot, state.merged_bytes, state.raw_bytes);
-  }
-  Complete(task, slot, generation, nullptr);
-}
-
-void ActorGraph::RunChunk(Task* chunk, Stream& stream, IterationSlot& slot, uint32_t generation) {
-  const int p = chunk->place;
-  const GradientMerge& merge = built_->merges[built_->nodes[chunk->node].merge];
-  MergeState& state = slot.merges[merge.order];
-  // This place's next merge may queue behind this one now.
-  if (Task* next = slot.orders[p]->Start(merge.order)) streams_[next->stream]->SubmitUrgent(next);
-  const bool traced = slot.traced;  // the slot may be reused once the last chunk completes
-  const int64_t began = traced ? TraceRecorder::Now() : 0;
-  if (!slot.cancelled.load(std::memory_order_relaxed)) {
-    stream.SetRunning(merge.node);
-    auto reduce = [this, &merge, &state, &slot, p] {
-      if (slot.cancelled.load(std::memory_order_relaxed)) return;
-      RunOrFail(slot, merge.node, [&] { merger_->ReduceChunk(merge, state, p); });
-    };
-    if (!devices_->LaunchChunk(*chunk, merge, slot, reduce)) reduce();
-    stream.SetRunning(-1);
-    if (traced) {
-      tracer_->Span(TraceEventKind::kKernel, tracer_->chunk_lane(merge.order, p), merge.node,
-                    stream.index_in_place(), began, slot);
-    }
-  }
-  stream.CountExecuted();
-  if (state.chunks_left.Arrive(generation) == Countdown::Arrival::kReady) {
-    if (traced) {
-      tracer_->Span(TraceEventKind::kCollective, tracer_->lane(merge.node), merge.node, -1,
-                    state.issued_ns, slot, state.merged_bytes, state.raw_bytes);
-    }
-    Complete(&slot.tasks[merge.node], slot, generation, &stream);
-  }
-  if (traced) CurrentTrace() = {};
 }
 
 // -- the end of an iteration -----------------------------------------------------------------

@@ -7,6 +7,8 @@
 //                   errors, countdown re-arming (iteration_slot.h)
 //   Stream, StreamDrainer  the queues tasks wait in and the threads that
 //                   drain them, with one linger routine (stream.h, stream_drainer.h)
+//   MergeScheduler  how a merge runs once its barrier opens: chunks on each
+//                   place's stream, or NCCL (merge_scheduler.h)
 //   GradientMerger  the arithmetic of gradient merges; MergeOrder, their
 //                   global issue order per place (gradient_merge.h, merge_order.h)
 //   DeviceLauncher  device places' streams, events, copies, NCCL (device_launcher.h)
@@ -45,12 +47,14 @@
 #include <vector>
 
 #include "actors/executor/async_ops.h"
+#include "actors/executor/build_times.h"
 #include "actors/executor/built_graph.h"
 #include "actors/executor/device_launcher.h"
 #include "actors/executor/feed_rule.h"
 #include "actors/executor/gradient_merge.h"
 #include "actors/executor/graph_tracer.h"
 #include "actors/executor/iteration_slot.h"
+#include "actors/executor/merge_scheduler.h"
 #include "actors/executor/stream.h"
 #include "actors/executor/stream_drainer.h"
 #include "actors/executor/task.h"
@@ -155,14 +159,21 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void RunActorOp(int slot, int node, uint32_t generation, OpActor& op);
   IterationSlot& slot(int index) { return *slots_[static_cast<size_t>(index)]; }
   const GraphTracer& tracer() const { return *tracer_; }
+  // How long each step of building the graph took.
+  const BuildTimes& build_times() const { return build_times_; }
 
  private:
-  ActorGraph(Runtime* runtime, const proto::ProgramDesc& program, int block_index,
-             const std::vector<Place>& places, Scope* scope, const ExecutionStrategy& strategy,
-             const BuildStrategy& build);
+  ActorGraph(Runtime* runtime, int block_index, const std::vector<Place>& places, Scope* scope,
+             const ExecutionStrategy& strategy, const BuildStrategy& build);
 
-  // -- construction ----------------------------------------------------------------
-  void Build();
+  // -- construction (each step records its time in build_times_) ---------------------
+  // Validates and plans `program`, makes the slots, the SSA graph, the parts, the tasks.
+  void Build(const proto::ProgramDesc& program);
+  // Each slot's scopes and kernel contexts.
+  void MakeSlots(int slots);
+  // The built graph of `ssa` (and the planned block's declarations), its
+  // streams and the parts that work on it.
+  void MakeParts(SsaGraph ssa, VarIndex declared);
   void SpawnActors();
   bool CarriesStateAcrossIterations() const;
   // Where place p's copies of parameters live: the CPU place for places with
@@ -184,11 +195,6 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void Dispatch(Task* task, Stream* from);
   void RunKernel(Task* task, Stream& stream, IterationSlot& slot, uint32_t generation);
   void RunFeed(Task* task, Stream& stream, IterationSlot& slot, uint32_t generation);
-  // A merge's barrier opened: prepares it and hands each place its chunk.
-  void IssueMerge(Task* task, IterationSlot& slot, uint32_t generation);
-  void MergeOnNccl(Task* task, const GradientMerge& merge, IterationSlot& slot,
-                   uint32_t generation);
-  void RunChunk(Task* chunk, Stream& stream, IterationSlot& slot, uint32_t generation);
   // The graph's own part is over (terminal countdown completed, or aborted); once.
   void EndGraphPart(IterationSlot& slot);
   void Finish(IterationSlot& slot);
@@ -199,7 +205,6 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   void CancelForShutdown();
 
   Runtime* runtime_;
-  const proto::ProgramDesc program_;  // as given (validated)
   const int block_index_;
   const std::vector<Place> places_;
   Scope* scope_;
@@ -213,6 +218,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::unique_ptr<GraphTracer> tracer_;
   std::unique_ptr<DeviceLauncher> devices_;
   std::unique_ptr<GradientMerger> merger_;
+  std::unique_ptr<MergeScheduler> merges_;
   std::unique_ptr<AsyncOps> async_;
   std::unique_ptr<StreamDrainer> drainer_;
   std::unique_ptr<Watchdog> watchdog_;
@@ -225,6 +231,7 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   mutable std::mutex stats_mutex_;
   IterationStats last_stats_;  // guarded by stats_mutex_
   std::atomic<int> next_iteration_{0};
+  BuildTimes build_times_;
 };
 
 }  // namespace rill

@@ -18,7 +18,7 @@ AsyncOps::AsyncOps(ActorGraph& graph, const BuiltGraph& built, Runtime& runtime)
     : graph_(graph), built_(built), runtime_(runtime) {}
 
 void AsyncOps::PrepareSlot(IterationSlot& slot, const std::shared_ptr<TraceRecorder>& trace) {
-  const proto::BlockDesc& block = built_.plan.program.blocks(built_.block_index());
+  const proto::BlockDesc& block = built_.plan.program().blocks(built_.block_index());
   slot.block_runners.resize(built_.ssa.ops.size());
   for (const OpNode& op : built_.ssa.ops) {
     if (built_.nodes[op.id].kind != TaskKind::kBlock) continue;
@@ -36,7 +36,7 @@ void AsyncOps::PrepareSlot(IterationSlot& slot, const std::shared_ptr<TraceRecor
     std::vector<Scope*> raw;
     for (auto& s : scopes) raw.push_back(s.get());
     slot.block_runners[op.id] = std::make_unique<BlockRunner>(
-        &runtime_, built_.plan.program, desc, outer, raw, trace,
+        &runtime_, built_.plan.program(), desc, outer, raw, trace,
         graph_.tracer().attached() ? graph_.tracer().lane(op.id) : -1);
   }
 }

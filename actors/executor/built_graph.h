@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -51,14 +52,15 @@ struct BuiltGraph {
     int place = 0;
   };
 
-  // Builds the graph of `plan` (its SSA graph `ssa`) on `places`. Throws
+  // Builds the graph of `plan` (its SSA graph `ssa`, its block's
+  // declarations `declared`) on `places`. Throws
   // naming the op when one has no kernel for its place or cannot run there.
-  BuiltGraph(const DataParallelPlan& plan, SsaGraph ssa, const std::vector<Place>& places,
-             const ExecutionStrategy& strategy);
+  BuiltGraph(const DataParallelPlan& plan, SsaGraph ssa, VarIndex declared,
+             const std::vector<Place>& places, const ExecutionStrategy& strategy);
 
   int places() const { return plan.places; }
   int block_index() const { return plan.block_index; }
-  int op_count() const { return plan.program.blocks(plan.block_index).ops_size(); }
+  int op_count() const { return plan.program().blocks(plan.block_index).ops_size(); }
   int successor_count(int node) const { return successor_begin[node + 1] - successor_begin[node]; }
   // "block B, op I (type) on place P stream S", "feed "x" on ...", for messages.
   std::string Describe(int node) const;
@@ -82,7 +84,17 @@ struct BuiltGraph {
   std::unordered_map<std::string, std::vector<int>> releasable_index;  // name -> indices
 
  private:
+  // How ops of one type run (looked up once per type).
+  struct OpKind {
+    TaskKind task = TaskKind::kKernel;
+    const OpSchema* schema = nullptr;
+    std::shared_ptr<const OpActorFactory> actor;  // kActor
+  };
+  static OpKind KindOf(const std::string& type);
   void BuildNodes();
+  // A compute node's kind, kernel or actor; `kinds` caches KindOf by type.
+  void SetHowItRuns(const OpNode& op, Node& node,
+                    std::unordered_map<std::string_view, OpKind>& kinds);
   void BuildReleases(const ExecutionStrategy& strategy);
 };
 

@@ -154,7 +154,7 @@ Tensor DeviceLauncher::FetchedToHost(const Tensor& value, int place, size_t fetc
 }
 
 void DeviceLauncher::MoveParametersToDevices(IterationSlot& slot) {
-  const proto::BlockDesc& block = graph_.plan.program.blocks(graph_.block_index());
+  const proto::BlockDesc& block = graph_.plan.program().blocks(graph_.block_index());
   std::lock_guard<std::mutex> lock(parameters_mutex_);
   for (int p = 0; p < graph_.places(); ++p) {
     const Place& place = graph_.place_list[static_cast<size_t>(p)];

@@ -6,6 +6,7 @@
 #include "actors/executor/block_runner.h"
 #include "rill/executor.h"
 #include "rill/op_registry.h"
+#include "runtime/base/huge_pages.h"
 #include "runtime/core/place_io.h"
 
 namespace rill {
@@ -65,14 +66,14 @@ void IterationRun::Reset() {
 IterationSlot::IterationSlot(int index) : index(index) {}
 IterationSlot::~IterationSlot() = default;
 
-void IterationSlot::Bind(const DataParallelPlan& plan, const std::vector<Place>& places,
-                         Scope* scope, bool private_scope, ReduceStrategy reduce_strategy,
-                         ActorGraph* graph) {
-  const proto::BlockDesc& block = plan.program.blocks(plan.block_index);
-  const int n = static_cast<int>(places.size());
-  run = std::make_unique<IterationRun>(plan.program, graph, this);
+void IterationSlot::MakeScopes(const DataParallelPlan& plan, Scope* scope, bool private_scope,
+                               ReduceStrategy reduce_strategy, ActorGraph* graph) {
+  const proto::BlockDesc& block = plan.program().blocks(plan.block_index);
+  const int n = plan.places;
+  run = std::make_unique<IterationRun>(plan.program(), graph, this);
   for (const auto& var : block.vars()) {
-    if (scope->FindVar(var.name()) == nullptr) scope->Var(var.name());
+    // Var alone where no ancestor could hold it: one lookup fewer.
+    if (scope->parent() == nullptr || scope->FindVar(var.name()) == nullptr) scope->Var(var.name());
   }
   base = scope;
   if (private_scope) {
@@ -100,26 +101,44 @@ void IterationSlot::Bind(const DataParallelPlan& plan, const std::vector<Place>&
     place_scopes.push_back(child.get());
     own_place_scopes.push_back(std::move(child));
   }
+}
+
+void IterationSlot::MakeContexts(const DataParallelPlan& plan, const std::vector<Place>& places) {
+  const proto::BlockDesc& block = plan.program().blocks(plan.block_index);
+  const int n = static_cast<int>(places.size());
   const int ops = block.ops_size();
-  contexts.resize(static_cast<size_t>(n * ops));
+  // Where op i runs on place p: its scope, or null when it does not run there.
+  auto scope_of = [&](int p, int i) -> Scope* {
+    const OpPlacement& placement = plan.ops[i];
+    if (placement.kind == OpPlacement::kEveryPlace) return place_scopes[p];
+    if (placement.kind == OpPlacement::kOnePlace && placement.place == p) return base;
+    return nullptr;
+  };
+  size_t count = 0;
+  for (int p = 0; p < n; ++p) {
+    for (int i = 0; i < ops; ++i) count += scope_of(p, i) != nullptr ? 1 : 0;
+  }
+  // Reserved: the contexts never move, and lie in op order in one block.
+  context_storage.reserve(count);
+  AdviseHugePages(context_storage.data(), count * sizeof(KernelContext));
+  contexts.assign(static_cast<size_t>(n * ops), nullptr);
+  const std::string* last_type = nullptr;  // ops of one type in a row look their schema up once
+  const OpSchema* schema = nullptr;
   for (int p = 0; p < n; ++p) {
     for (int i = 0; i < ops; ++i) {
-      const OpPlacement& placement = plan.ops[i];
-      Scope* op_scope = nullptr;
-      if (placement.kind == OpPlacement::kEveryPlace) {
-        op_scope = place_scopes[p];
-      } else if (placement.kind == OpPlacement::kOnePlace && placement.place == p) {
-        op_scope = base;
-      } else {
-        continue;
-      }
+      Scope* op_scope = scope_of(p, i);
+      if (op_scope == nullptr) continue;
       const proto::OpDesc& desc = block.ops(i);
-      auto& context = contexts[static_cast<size_t>(p * ops + i)];
-      context =
-          std::make_unique<KernelContext>(desc, GetOpSchema(desc.type()), op_scope, places[p],
-                                          PlaceSeed(OpSeed(plan.program, plan.block_index, i), p));
-      context->set_run(run.get());
-      context->set_place_index(p);
+      if (last_type == nullptr || *last_type != desc.type()) {
+        schema = &GetOpSchema(desc.type());
+        last_type = &desc.type();
+      }
+      KernelContext& context =
+          context_storage.emplace_back(desc, *schema, op_scope, places[p],
+                                       PlaceSeed(OpSeed(plan.program(), plan.block_index, i), p));
+      context.set_run(run.get());
+      context.set_place_index(p);
+      contexts[static_cast<size_t>(p * ops + i)] = &context;
     }
   }
 }
@@ -146,7 +165,7 @@ void IterationSlot::BuildTasks(const BuiltGraph& graph) {
     if (op.kind == OpNodeKind::kCompute) {
       const OpPlacement& placement = graph.plan.ops[op.op_index];
       const int p = placement.kind == OpPlacement::kOnePlace ? placement.place : op.place;
-      task.context = contexts[static_cast<size_t>(p * ops + op.op_index)].get();
+      task.context = contexts[static_cast<size_t>(p * ops + op.op_index)];
     }
   }
   const size_t merge_count = graph.merges.size();

@@ -85,9 +85,11 @@ struct IterationSlot {
   // `private_scope`). With one place, or for place 0 under kAllReduce, a place
   // works in `base` itself; other places get a child scope with their own copy
   // of every variable they do not share (under kAllReduce that includes the
-  // parameters, copied from `base`). Then one kernel context per op and place.
-  void Bind(const DataParallelPlan& plan, const std::vector<Place>& places, Scope* scope,
-            bool private_scope, ReduceStrategy reduce, ActorGraph* graph);
+  // parameters, copied from `base`).
+  void MakeScopes(const DataParallelPlan& plan, Scope* scope, bool private_scope,
+                  ReduceStrategy reduce, ActorGraph* graph);
+  // One kernel context per op and place that runs it (after MakeScopes).
+  void MakeContexts(const DataParallelPlan& plan, const std::vector<Place>& places);
   // One task per node, chunk tasks and state per merge, release counts, feed slots.
   void BuildTasks(const BuiltGraph& graph);
   Scope* ScopeOf(int place) const { return place < 0 ? base : place_scopes[place]; }
@@ -135,8 +137,9 @@ struct IterationSlot {
     int place;
   };
   std::vector<ParameterCopy> parameter_copies;
-  std::vector<std::unique_ptr<KernelContext>> contexts;  // by place * ops + op index
-  std::unique_ptr<IterationRun> run;  // what kernels see of the iteration (go blocks)
+  std::vector<KernelContext> context_storage;  // reserved once: never reallocated
+  std::vector<KernelContext*> contexts;        // by place * ops + op index; null: not there
+  std::unique_ptr<IterationRun> run;           // what kernels see of the iteration (go blocks)
 
   // Tasks.
   std::unique_ptr<Task[]> tasks;                    // by node id

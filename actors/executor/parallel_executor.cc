@@ -5,9 +5,12 @@
 
 namespace rill {
 
-ParallelExecutor::ParallelExecutor(const proto::ProgramDesc& program, Scope* scope, Options options)
-    : runtime_(options.runtime ? std::move(options.runtime)
-                               : std::make_shared<Runtime>(options.strategy.num_threads)) {
+ParallelExecutor::ParallelExecutor(const proto::ProgramDesc& program, Scope* scope,
+                                   Options options) {
+  BuildStopwatch watch;
+  runtime_ = options.runtime ? std::move(options.runtime)
+                             : std::make_shared<Runtime>(options.strategy.num_threads);
+  runtime_ms_ = watch.Lap();
   graph_ = ActorGraph::Spawn(runtime_.get(), program, options.block_index, options.places, scope,
                              options.strategy, options.build);
 }
@@ -28,6 +31,12 @@ std::future<std::vector<Tensor>> ParallelExecutor::RunAsync(
 }
 
 const SsaGraph& GraphOf(const ParallelExecutor& executor) { return executor.graph_->graph(); }
+
+BuildTimes BuildTimesOf(const ParallelExecutor& executor) {
+  BuildTimes times = executor.graph_->build_times();
+  times.runtime_ms = executor.runtime_ms_;
+  return times;
+}
 
 void ParallelExecutor::BroadcastParameters() { graph_->BroadcastParameters(); }
 

@@ -4,28 +4,33 @@ namespace rill {
 
 KernelContext::KernelContext(const proto::OpDesc& op, const OpSchema& schema, Scope* scope,
                              Place place, uint64_t seed)
-    : op_(op), schema_(schema), place_(place), scope_(scope), rng_(seed) {
-  auto bind = [scope](const google::protobuf::RepeatedPtrField<proto::Slot>& slots,
-                      std::vector<Binding>* out) {
-    out->reserve(static_cast<size_t>(slots.size()));
+    : op_(op), schema_(schema), place_(place), scope_(scope), seed_(seed) {
+  int vars = 0;
+  for (const auto& s : op.inputs()) vars += s.vars_size();
+  for (const auto& s : op.outputs()) vars += s.vars_size();
+  vars_.reserve(static_cast<size_t>(vars));
+  bindings_.reserve(static_cast<size_t>(op.inputs_size() + op.outputs_size()));
+  auto bind = [this, scope](const google::protobuf::RepeatedPtrField<proto::Slot>& slots) {
     for (const auto& s : slots) {
-      Binding b{s.name(), &s, {}};
-      b.vars.reserve(static_cast<size_t>(s.vars_size()));
+      bindings_.push_back({s.name(), &s, static_cast<int>(vars_.size()), s.vars_size()});
       for (const auto& name : s.vars()) {
         Variable* v = scope->FindVar(name);
-        b.vars.push_back(v != nullptr ? v : scope->Var(name));
+        vars_.push_back(v != nullptr ? v : scope->Var(name));
       }
-      out->push_back(std::move(b));
     }
   };
-  bind(op.inputs(), &inputs_);
-  bind(op.outputs(), &outputs_);
+  bind(op.inputs());
+  input_count_ = static_cast<int>(bindings_.size());
+  bind(op.outputs());
 }
 
-const KernelContext::Binding* KernelContext::FindBinding(const std::vector<Binding>& list,
+const KernelContext::Binding* KernelContext::FindBinding(bool input,
                                                          const std::string& slot) const {
-  for (const auto& b : list) {
-    if (b.slot == slot) return &b;
+  const Binding* begin = bindings_.data() + (input ? 0 : input_count_);
+  const Binding* end =
+      input ? bindings_.data() + input_count_ : bindings_.data() + bindings_.size();
+  for (const Binding* b = begin; b != end; ++b) {
+    if (b->slot == slot) return b;
   }
   return nullptr;
 }
@@ -37,50 +42,49 @@ RunContext& KernelContext::run() const {
 }
 
 Variable* KernelContext::InputVar(const std::string& slot, int i) const {
-  const Binding* b = FindBinding(inputs_, slot);
-  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
-             "op ", op_.type(), " has no input ", slot, " #", i);
-  return b->vars[i];
+  const Binding* b = FindBinding(true, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < b->count, kInvalidArgument, "op ", op_.type(),
+             " has no input ", slot, " #", i);
+  return vars_[b->first + i];
 }
 
 Variable* KernelContext::OutputVar(const std::string& slot, int i) const {
-  const Binding* b = FindBinding(outputs_, slot);
-  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
-             "op ", op_.type(), " has no output ", slot, " #", i);
-  return b->vars[i];
+  const Binding* b = FindBinding(false, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < b->count, kInvalidArgument, "op ", op_.type(),
+             " has no output ", slot, " #", i);
+  return vars_[b->first + i];
 }
 
 int KernelContext::InputCount(const std::string& slot) const {
-  const Binding* b = FindBinding(inputs_, slot);
-  return b == nullptr ? 0 : static_cast<int>(b->vars.size());
+  const Binding* b = FindBinding(true, slot);
+  return b == nullptr ? 0 : b->count;
 }
 
 int KernelContext::OutputCount(const std::string& slot) const {
-  const Binding* b = FindBinding(outputs_, slot);
-  return b == nullptr ? 0 : static_cast<int>(b->vars.size());
+  const Binding* b = FindBinding(false, slot);
+  return b == nullptr ? 0 : b->count;
 }
 
 const std::string& KernelContext::InputName(const std::string& slot, int i) const {
-  const Binding* b = FindBinding(inputs_, slot);
-  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
-             "op ", op_.type(), " has no input ", slot, " #", i);
+  const Binding* b = FindBinding(true, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < b->count, kInvalidArgument, "op ", op_.type(),
+             " has no input ", slot, " #", i);
   return b->desc->vars(i);
 }
 
 bool KernelContext::InputReady(const std::string& slot, int i) const {
-  const Binding* b = FindBinding(inputs_, slot);
-  return b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()) &&
-         b->vars[i]->tensor().initialized();
+  const Binding* b = FindBinding(true, slot);
+  return b != nullptr && i >= 0 && i < b->count && vars_[b->first + i]->tensor().initialized();
 }
 
 const Tensor& KernelContext::Input(const std::string& slot, int i) const {
-  const Binding* b = FindBinding(inputs_, slot);
-  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
-             "op ", op_.type(), " has no input ", slot, " #", i);
-  const Tensor& t = b->vars[i]->tensor();
+  const Binding* b = FindBinding(true, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < b->count, kInvalidArgument, "op ", op_.type(),
+             " has no input ", slot, " #", i);
+  const Tensor& t = vars_[b->first + i]->tensor();
   if (!t.initialized()) {
-    RILL_CHECK(!b->vars[i]->holds_selected_rows(), kUnimplemented, "input ", slot, " of op ",
-               op_.type(), " names variable \"", b->desc->vars(i),
+    RILL_CHECK(!vars_[b->first + i]->holds_selected_rows(), kUnimplemented, "input ", slot,
+               " of op ", op_.type(), " names variable \"", b->desc->vars(i),
                "\", which holds selected rows (a sparse gradient); this op needs a dense tensor");
     Fail(ErrorCode::kInvalidArgument, "input ", slot, " of op ", op_.type(), " names variable \"",
          b->desc->vars(i),
@@ -97,30 +101,29 @@ const Tensor& KernelContext::Input(const std::string& slot, int i) const {
 }
 
 bool KernelContext::InputIsSelectedRows(const std::string& slot, int i) const {
-  const Binding* b = FindBinding(inputs_, slot);
-  return b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()) &&
-         b->vars[i]->holds_selected_rows();
+  const Binding* b = FindBinding(true, slot);
+  return b != nullptr && i >= 0 && i < b->count && vars_[b->first + i]->holds_selected_rows();
 }
 
 const SelectedRows& KernelContext::InputRows(const std::string& slot, int i) const {
   RILL_CHECK(InputIsSelectedRows(slot, i), kInvalidArgument, "input ", slot, " #", i, " of op ",
              op_.type(), " holds no selected rows");
-  return FindBinding(inputs_, slot)->vars[i]->selected_rows();
+  return vars_[FindBinding(true, slot)->first + i]->selected_rows();
 }
 
 SelectedRows* KernelContext::OutputRows(const std::string& slot, int i) {
-  const Binding* b = FindBinding(outputs_, slot);
-  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
-             "op ", op_.type(), " has no output ", slot, " #", i);
-  *b->vars[i]->mutable_tensor() = Tensor();  // the variable now holds rows, not a tensor
-  return b->vars[i]->mutable_selected_rows();
+  const Binding* b = FindBinding(false, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < b->count, kInvalidArgument, "op ", op_.type(),
+             " has no output ", slot, " #", i);
+  *vars_[b->first + i]->mutable_tensor() = Tensor();  // the variable now holds rows, not a tensor
+  return vars_[b->first + i]->mutable_selected_rows();
 }
 
 Tensor* KernelContext::Output(const std::string& slot, int i) {
-  const Binding* b = FindBinding(outputs_, slot);
-  RILL_CHECK(b != nullptr && i >= 0 && i < static_cast<int>(b->vars.size()), kInvalidArgument,
-             "op ", op_.type(), " has no output ", slot, " #", i);
-  Variable* v = b->vars[i];
+  const Binding* b = FindBinding(false, slot);
+  RILL_CHECK(b != nullptr && i >= 0 && i < b->count, kInvalidArgument, "op ", op_.type(),
+             " has no output ", slot, " #", i);
+  Variable* v = vars_[b->first + i];
   if (v->holds_selected_rows()) v->Clear();  // a dense value replaces selected rows
   return v->mutable_tensor();
 }

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "rill/data_type.h"
 #include "rill/error.h"
 #include "rill/op_desc.h"
+#include "runtime/base/huge_pages.h"
 #include "runtime/desc/var_index.h"
 
 namespace rill {
@@ -122,33 +124,12 @@ int OwnerOf(const proto::OpDesc& op, const std::map<std::string, int>& owner) {
   return p < 0 ? 0 : p;
 }
 
-}  // namespace
+// Ops to insert after each op of the block (by its index).
+using OpsAfter = std::vector<std::vector<proto::OpDesc>>;
 
-DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_index, int places,
-                                  const BuildStrategy& strategy) {
-  RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",
-             block_index, " does not exist (the program has ", program.blocks_size(), ")");
-  RILL_CHECK(places >= 1, kInvalidArgument, "data parallelism needs at least one place, got ",
-             places);
-  DataParallelPlan plan;
-  plan.program = program;
-  plan.block_index = block_index;
-  plan.places = places;
-  plan.strategy = strategy;
-  proto::BlockDesc* block = plan.program.mutable_blocks(block_index);
-  if (places == 1) {
-    plan.ops.assign(static_cast<size_t>(block->ops_size()), OpPlacement{});
-    return plan;
-  }
-  const VarIndex vars(program, block_index);
-  const std::vector<Gradient> grads = ParameterGradients(program.blocks(block_index), vars);
-  const auto buckets = Buckets(grads, strategy.fuse_bytes);
-  const bool reduce = strategy.reduce == ReduceStrategy::kReduce;
-  const std::map<std::string, int> owner = Owners(grads, places);
-
-  // Rebuild the op list with the loss scale after the seed and each bucket's
-  // collective after the last backward write of its gradients.
-  std::vector<std::vector<proto::OpDesc>> after(static_cast<size_t>(block->ops_size()));
+// Each bucket's collective, numbered in bucket order, after the last
+// backward write of its gradients.
+void AddMerges(const std::vector<std::vector<Gradient>>& buckets, bool reduce, OpsAfter* after) {
   for (size_t b = 0; b < buckets.size(); ++b) {
     proto::OpDesc merge;
     merge.set_type(reduce ? "reduce" : "allreduce");
@@ -162,11 +143,17 @@ DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_i
     SetInput(&merge, "X", names);
     SetOutput(&merge, "Out", names);
     SetAttr(&merge, "order", static_cast<int64_t>(b));
-    after[position].push_back(std::move(merge));
+    (*after)[position].push_back(std::move(merge));
   }
+}
+
+// Declares the loss scale and multiplies the loss gradient seed (the first
+// op of role loss-grad) by it, right after the seed. Returns whether the
+// block has a seed.
+bool AddLossScale(proto::BlockDesc* block, int block_index, const VarIndex& vars, OpsAfter* after) {
   for (int i = 0; i < block->ops_size(); ++i) {
     const proto::OpDesc& op = block->ops(i);
-    if (op.role() != proto::ROLE_LOSS_GRAD || !plan.loss_scale.empty()) continue;
+    if (op.role() != proto::ROLE_LOSS_GRAD) continue;
     const std::string loss_grad = OutputVar(op, "Out");
     const proto::VarDesc* desc = vars.Find(loss_grad);
     RILL_CHECK(desc != nullptr, kInvalidArgument, "block ", block_index, ", op ", i, " (",
@@ -183,13 +170,73 @@ DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_i
     SetInput(&mul, "X", {loss_grad});
     SetInput(&mul, "Y", {kLossScaleVar});
     SetOutput(&mul, "Out", {loss_grad});
-    after[i].insert(after[i].begin(), std::move(mul));
-    plan.loss_scale = kLossScaleVar;
+    (*after)[i].insert((*after)[i].begin(), std::move(mul));
+    return true;
   }
-  google::protobuf::RepeatedPtrField<proto::OpDesc> ops;
-  ops.Swap(block->mutable_ops());
-  for (int i = 0; i < ops.size(); ++i) {
-    *block->add_ops() = ops.Get(i);
+  return false;
+}
+
+// The arena a planned program lives on. A 100k-op program copies into ~60 MB
+// of small messages: the arena packs them into a few big blocks, on huge
+// pages where the kernel has them (huge_pages.h; with 4 KB pages the copy
+// cost 250 ms on the 2-core VM, 50 ms on huge pages). The first block fits
+// about all of `program` (about 300 bytes per op or variable declared), so
+// that small programs take little memory.
+std::unique_ptr<google::protobuf::Arena> MakeProgramArena(const proto::ProgramDesc& program) {
+  size_t entries = 0;
+  for (const auto& block : program.blocks()) {
+    entries += static_cast<size_t>(block.ops_size() + block.vars_size());
+  }
+  constexpr size_t kMaxBlock = size_t{32} << 20;
+  size_t first = std::clamp<size_t>(entries * 300, 4096, kMaxBlock);
+  if (first >= kHugePageBytes) {
+    first = (first + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  }
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = first;
+  options.max_block_size = std::max(first, kMaxBlock);
+  options.block_alloc = &AllocateHugePageBlock;
+  options.block_dealloc = &FreeHugePageBlock;
+  return std::make_unique<google::protobuf::Arena>(options);
+}
+
+}  // namespace
+
+DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_index, int places,
+                                  const BuildStrategy& strategy) {
+  RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",
+             block_index, " does not exist (the program has ", program.blocks_size(), ")");
+  RILL_CHECK(places >= 1, kInvalidArgument, "data parallelism needs at least one place, got ",
+             places);
+  DataParallelPlan plan;
+  plan.arena_ = MakeProgramArena(program);
+  plan.program_ = google::protobuf::Arena::CreateMessage<proto::ProgramDesc>(plan.arena_.get());
+  *plan.program_ = program;
+  plan.block_index = block_index;
+  plan.places = places;
+  plan.strategy = strategy;
+  proto::BlockDesc* block = plan.program_->mutable_blocks(block_index);
+  if (places == 1) {
+    plan.ops.assign(static_cast<size_t>(block->ops_size()), OpPlacement{});
+    return plan;
+  }
+  const VarIndex vars(program, block_index);
+  const std::vector<Gradient> grads = ParameterGradients(program.blocks(block_index), vars);
+  const auto buckets = Buckets(grads, strategy.fuse_bytes);
+  const bool reduce = strategy.reduce == ReduceStrategy::kReduce;
+  const std::map<std::string, int> owner = Owners(grads, places);
+
+  // Rebuild the op list with the loss scale after the seed and each bucket's
+  // collective after the last backward write of its gradients.
+  OpsAfter after(static_cast<size_t>(block->ops_size()));
+  AddMerges(buckets, reduce, &after);
+  if (AddLossScale(block, block_index, vars, &after)) plan.loss_scale = kLossScaleVar;
+  // The ops move (on one arena, a move is a swap), the merges join them.
+  auto* ops = google::protobuf::Arena::Create<google::protobuf::RepeatedPtrField<proto::OpDesc>>(
+      plan.arena_.get());
+  ops->Swap(block->mutable_ops());
+  for (int i = 0; i < ops->size(); ++i) {
+    *block->add_ops() = std::move(*ops->Mutable(i));
     for (auto& extra : after[i]) *block->add_ops() = std::move(extra);
   }
   plan.collectives = static_cast<int>(buckets.size());

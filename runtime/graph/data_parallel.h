@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,7 +42,9 @@ struct OpPlacement {
 };
 
 struct DataParallelPlan {
-  proto::ProgramDesc program;  // the planned program (a copy, rewritten)
+  // The planned program (a copy, rewritten), on an arena of the plan's own.
+  const proto::ProgramDesc& program() const { return *program_; }
+
   int block_index = 0;
   int places = 1;
   BuildStrategy strategy;
@@ -51,6 +54,10 @@ struct DataParallelPlan {
   int collectives = 0;
 
   bool IsShared(const std::string& name) const { return shared.count(name) > 0; }
+
+  // Set by PlanDataParallel: the arena and the program on it.
+  std::unique_ptr<google::protobuf::Arena> arena_;
+  proto::ProgramDesc* program_ = nullptr;
 };
 
 inline constexpr const char* kLossScaleVar = "@LOSS_SCALE@";

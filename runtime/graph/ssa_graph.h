@@ -24,6 +24,7 @@
 
 #include "rill/place.h"
 #include "rill/proto/program.pb.h"
+#include "runtime/desc/var_index.h"
 #include "runtime/graph/data_parallel.h"
 
 namespace rill {
@@ -55,7 +56,8 @@ struct OpNode {
   int stream = 0;     // stream of the place the op runs on
   proto::OpRole role = proto::ROLE_FORWARD;
   int collective = -1;            // for collectives: the order every place issues them in
-  double cost_ns = 0;             // estimated run time, used to assign streams
+  double cost_ns = 0;             // estimated run time, set to assign streams by cost (when
+                                  // a place has several streams), else 0
   std::vector<int> inputs;        // var node ids read (control dummies included)
   std::vector<int> outputs;       // var node ids written (control dummies included)
   std::vector<int> predecessors;  // op node ids this op waits for, sorted, unique
@@ -97,5 +99,8 @@ SsaGraph BuildSsaGraph(const proto::ProgramDesc& program, int block_index,
                        const GraphOptions& options = {});
 // The graph of a plan; options.places must have plan.places entries.
 SsaGraph BuildSsaGraph(const DataParallelPlan& plan, const GraphOptions& options);
+// The same, with the planned block's declarations already indexed.
+SsaGraph BuildSsaGraph(const DataParallelPlan& plan, const GraphOptions& options,
+                       const VarIndex& vars);
 
 }  // namespace rill

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <utility>
 
 #include "rill/error.h"
 #include "rill/op_desc.h"
@@ -36,6 +37,58 @@ std::vector<int> UpdateOps(const std::string& param, const std::vector<BlockAcce
   return {ops.begin(), ops.end()};
 }
 
+// The gradient each op of `block` depends on ("" for none), following each
+// variable's value in program order (a value kept from the last step, like
+// a step counter, depends on none). Throws naming the op when one combines two.
+std::vector<std::string> OpGradients(const proto::ProgramDesc& program, int block,
+                                     const std::vector<BlockAccess>& access,
+                                     const BlockAccess& outside) {
+  const proto::BlockDesc& desc = program.blocks(block);
+  std::map<std::string, std::set<std::string>> value_depends;
+  for (const auto& name : outside.reads) {
+    const proto::VarDesc* var = FindVarDesc(program, desc.parent_idx(), name);
+    if (var != nullptr && !var->persistable()) value_depends[name] = {name};
+  }
+  std::vector<std::string> op_gradient(access.size());
+  for (size_t i = 0; i < access.size(); ++i) {
+    std::set<std::string> grads;
+    for (const auto& read : access[i].reads) {
+      auto it = value_depends.find(read);
+      if (it != value_depends.end()) grads.insert(it->second.begin(), it->second.end());
+    }
+    if (grads.size() >= 2) {
+      const int op = static_cast<int>(i);
+      Fail(ErrorCode::kInvalidArgument, OpName(block, op, desc.ops(op)), " combines the gradients ",
+           *grads.begin(), " and ", *std::next(grads.begin()),
+           ": a placeable block is split per parameter, so an op may depend on one gradient "
+           "only; combine gradients before the block (as the optimizer does for clipping)");
+    }
+    for (const auto& write : access[i].writes) value_depends[write] = grads;
+    if (!grads.empty()) op_gradient[i] = *grads.begin();
+  }
+  return op_gradient;
+}
+
+// The parameters the block writes (declared in `parent`), with the index of
+// their first writer, in that order.
+std::vector<std::pair<int, std::string>> ParametersByFirstWriter(
+    const proto::ProgramDesc& program, int parent, const std::vector<BlockAccess>& access,
+    const BlockAccess& outside) {
+  const int n = static_cast<int>(access.size());
+  std::vector<std::pair<int, std::string>> params;
+  for (const auto& name : outside.writes) {
+    const proto::VarDesc* var = FindVarDesc(program, parent, name);
+    if (var == nullptr || !var->parameter()) continue;
+    int first = n;
+    for (int i = 0; i < n && first == n; ++i) {
+      if (access[i].writes.count(name)) first = i;
+    }
+    params.emplace_back(first, name);
+  }
+  std::sort(params.begin(), params.end());
+  return params;
+}
+
 }  // namespace
 
 BlockAccess OpAccess(const proto::ProgramDesc& program, const proto::OpDesc& op) {
@@ -64,47 +117,14 @@ PlaceableBlockAnalysis AnalyzePlaceableBlock(const proto::ProgramDesc& program, 
   for (const auto& op : desc.ops()) access.push_back(OpAccess(program, op));
   const BlockAccess outside = ExternalAccess(program, block);
 
-  // Which gradients each variable's current value depends on, in program
-  // order (a value kept from the last step, like a step counter, depends on none).
-  std::map<std::string, std::set<std::string>> value_depends;
-  for (const auto& name : outside.reads) {
-    const proto::VarDesc* var = FindVarDesc(program, parent, name);
-    if (var != nullptr && !var->persistable()) value_depends[name] = {name};
-  }
-  std::vector<std::string> op_gradient(static_cast<size_t>(n));  // "" for none
+  const std::vector<std::string> op_gradient = OpGradients(program, block, access, outside);
   std::vector<bool> depends(static_cast<size_t>(n), false);
   for (int i = 0; i < n; ++i) {
-    std::set<std::string> grads;
-    for (const auto& read : access[i].reads) {
-      auto it = value_depends.find(read);
-      if (it != value_depends.end()) grads.insert(it->second.begin(), it->second.end());
-    }
-    if (grads.size() >= 2) {
-      Fail(ErrorCode::kInvalidArgument, OpName(block, i, desc.ops(i)), " combines the gradients ",
-           *grads.begin(), " and ", *std::next(grads.begin()),
-           ": a placeable block is split per parameter, so an op may depend on one gradient "
-           "only; combine gradients before the block (as the optimizer does for clipping)");
-    }
-    for (const auto& write : access[i].writes) value_depends[write] = grads;
-    depends[i] = !grads.empty();
-    if (depends[i])
-      op_gradient[i] = *grads.begin();
-    else
-      result.prepare_ops.push_back(i);
+    depends[i] = !op_gradient[i].empty();
+    if (!depends[i]) result.prepare_ops.push_back(i);
   }
-
-  // Parameters, in the order of their first writer.
-  std::vector<std::pair<int, std::string>> params;
-  for (const auto& name : outside.writes) {
-    const proto::VarDesc* var = FindVarDesc(program, parent, name);
-    if (var == nullptr || !var->parameter()) continue;
-    int first = n;
-    for (int i = 0; i < n && first == n; ++i) {
-      if (access[i].writes.count(name)) first = i;
-    }
-    params.emplace_back(first, name);
-  }
-  std::sort(params.begin(), params.end());
+  const std::vector<std::pair<int, std::string>> params =
+      ParametersByFirstWriter(program, parent, access, outside);
 
   std::vector<int> owner(static_cast<size_t>(n), -1);  // index into result.updates
   std::map<std::string, std::string> grad_owner;       // gradient -> parameter

@@ -716,6 +716,28 @@ TEST_F(RillCliTest, TraceSummarizeMergeAndView) {
   EXPECT_EQ(r.status, 2) << r.output;
 }
 
+TEST_F(RillCliTest, BenchDagSplitsTheBuildTimeIntoTheExecutorsSteps) {
+  const Result r = Rill({"bench", "dag", "--shape", "chain", "--nodes", "2000", "--threads", "1",
+                         "--repeat", "1", "--json"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  const size_t begin = r.output.find('{');
+  ASSERT_NE(begin, std::string::npos) << r.output;
+  const nlohmann::json line =
+      nlohmann::json::parse(r.output.substr(begin, r.output.find('\n', begin) - begin));
+  const nlohmann::json& split = line["build_split_ms"];
+  double sum = 0;
+  for (const char* step : {"runtime", "validate", "plan", "scopes", "contexts", "graph", "nodes",
+                           "tasks", "actors", "other"}) {
+    ASSERT_TRUE(split.contains(step)) << step << " missing: " << r.output;
+    EXPECT_GE(split[step].get<double>(), 0) << step << ": " << r.output;
+    sum += split[step].get<double>();
+  }
+  // The steps ran one after the other, and "other" is the rest: they sum to
+  // build_ms (each rounded to 0.1 ms).
+  EXPECT_NEAR(sum, line["build_ms"].get<double>(), 0.6) << r.output;
+  EXPECT_GT(split["validate"].get<double>() + split["graph"].get<double>(), 0) << r.output;
+}
+
 TEST_F(RillCliTest, TranspileWritesTrainerAndServerProgramsThatPrint) {
   const Result r = Rill({"transpile", "--model", "mlp", "--trainers", "2", "--pservers",
                          "127.0.0.1:6170,127.0.0.1:6171", "--out", "job"});

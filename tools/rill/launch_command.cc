@@ -63,6 +63,25 @@ struct LaunchFlags {
   std::vector<std::string> train_flags;
 };
 
+// Runs `rill transpile` into `dir` and waits for it; false (said on stderr) if it failed.
+bool Transpile(const std::string& rill, int trainers, const std::string& endpoints,
+               const std::string& dir, const std::vector<std::string>& model_flags, bool async) {
+  ChildProcesses transpile;
+  std::vector<std::string> argv = {
+      rill,         "transpile", "--trainers", std::to_string(trainers),
+      "--pservers", endpoints,   "--out",      dir};
+  argv.insert(argv.end(), model_flags.begin(), model_flags.end());
+  if (async) argv.push_back("--async");
+  transpile.Start("transpile", argv);
+  const auto& done = transpile.Wait(std::chrono::milliseconds(0));
+  if (done[0].status != 0) {
+    std::fprintf(stderr, "rill launch: rill transpile %s\n",
+                 ChildProcesses::DescribeStatus(done[0].status).c_str());
+    return false;
+  }
+  return true;
+}
+
 int Launch(const LaunchFlags& flags) {
   const int trainers = flags.trainers, pservers = flags.pservers;
   const int peer_timeout_ms = flags.peer_timeout_ms, grace_ms = flags.grace_ms;
@@ -95,21 +114,7 @@ int Launch(const LaunchFlags& flags) {
   const std::map<std::string, std::string> env = {{"RILL_TOKEN", token}};
   std::printf("rill launch: %d trainers, %d parameter servers (%s), programs in %s\n", trainers,
               pservers, endpoints.c_str(), dir.c_str());
-  {
-    ChildProcesses transpile;
-    std::vector<std::string> argv = {
-        rill,         "transpile", "--trainers", std::to_string(trainers),
-        "--pservers", endpoints,   "--out",      dir};
-    argv.insert(argv.end(), model_flags.begin(), model_flags.end());
-    if (async) argv.push_back("--async");
-    transpile.Start("transpile", argv);
-    const auto& done = transpile.Wait(std::chrono::milliseconds(0));
-    if (done[0].status != 0) {
-      std::fprintf(stderr, "rill launch: rill transpile %s\n",
-                   ChildProcesses::DescribeStatus(done[0].status).c_str());
-      return kExitFailure;
-    }
-  }
+  if (!Transpile(rill, trainers, endpoints, dir, model_flags, async)) return kExitFailure;
   ChildProcesses job;
   for (int i = 0; i < pservers; ++i) {
     const std::string prefix = dir + "/pserver" + std::to_string(i);

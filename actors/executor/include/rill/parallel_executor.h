@@ -52,6 +52,7 @@
 namespace rill {
 
 class ActorGraph;
+struct BuildTimes;
 struct SsaGraph;
 
 // What a ParallelExecutor runs on and how; every field has a default (an
@@ -112,11 +113,14 @@ class ParallelExecutor {
   void WithholdFeedsForTesting(const std::vector<std::string>& names);
 
  private:
-  // The graph the executor runs (actors/executor/graph_of.h; for tests and tools).
+  // The graph the executor runs and how long building it took
+  // (actors/executor/graph_of.h; for tests and tools).
   friend const SsaGraph& GraphOf(const ParallelExecutor& executor);
+  friend BuildTimes BuildTimesOf(const ParallelExecutor& executor);
 
   std::shared_ptr<Runtime> runtime_;  // declared first: destroyed after the graph
   std::shared_ptr<ActorGraph> graph_;
+  double runtime_ms_ = 0;  // making the runtime, when the executor owns it
 };
 
 }  // namespace rill

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -66,17 +67,24 @@ class KernelContext {
   Variable* InputVar(const std::string& slot, int i = 0) const;
   Variable* OutputVar(const std::string& slot, int i = 0) const;
   // This op instance's generator: seeded from the op's "seed" attribute when
-  // non-zero, else from the program seed and the op's position.
-  std::mt19937_64& rng() { return rng_; }
+  // non-zero, else from the program seed and the op's position. Made on first
+  // use (2.5 KB, seeded in 312 steps): most ops never draw a number.
+  std::mt19937_64& rng() {
+    if (!rng_) rng_ = std::make_unique<std::mt19937_64>(seed_);
+    return *rng_;
+  }
 
  private:
-  // One slot's variables. The names stay in the op (`desc`), read only for messages.
+  // One slot's variables: `count` of vars_ from `first`. The names stay in
+  // the op (`desc`), read only for messages.
   struct Binding {
     std::string slot;
     const proto::Slot* desc = nullptr;
-    std::vector<Variable*> vars;
+    int first = 0;
+    int count = 0;
   };
-  const Binding* FindBinding(const std::vector<Binding>& list, const std::string& slot) const;
+  // An input slot's binding (else an output's); nullptr if the op has no such slot.
+  const Binding* FindBinding(bool input, const std::string& slot) const;
 
   const proto::OpDesc& op_;
   const OpSchema& schema_;
@@ -84,9 +92,11 @@ class KernelContext {
   Scope* scope_;
   RunContext* run_ = nullptr;
   int place_index_ = 0;
-  std::vector<Binding> inputs_;
-  std::vector<Binding> outputs_;
-  std::mt19937_64 rng_;
+  std::vector<Binding> bindings_;  // the inputs' slots, then the outputs'
+  int input_count_ = 0;            // of bindings_
+  std::vector<Variable*> vars_;    // every slot's variables, in bindings_ order
+  uint64_t seed_;
+  std::unique_ptr<std::mt19937_64> rng_;  // null until rng() is first called
 };
 
 }  // namespace rill
