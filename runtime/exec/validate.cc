@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <set>
+#include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -52,7 +53,8 @@ void CheckBlocks(const proto::ProgramDesc& program) {
       at.Fail(ErrorCode::kInvalidArgument, "", "parent_idx ", block.parent_idx(),
               " must name an earlier block (0..", b - 1, ")");
     }
-    std::set<std::string> names;
+    std::unordered_set<std::string_view> names;
+    names.reserve(static_cast<size_t>(block.vars_size()));
     for (const auto& var : block.vars()) {
       if (var.name().empty())
         at.Fail(ErrorCode::kInvalidArgument, "", "a variable has an empty name");
@@ -91,7 +93,7 @@ class VisibleVars {
  public:
   const proto::VarDesc* Find(const std::string& name) const {
     auto it = declared_.find(name);
-    return it == declared_.end() || it->second.empty() ? nullptr : it->second.back();
+    return it == declared_.end() ? nullptr : it->second;
   }
   const VarInfoMap& known() const { return known_; }
   void Reserve(size_t names) {
@@ -101,42 +103,50 @@ class VisibleVars {
 
   // Declares the block's variables; Leave takes them back.
   void Enter(const proto::BlockDesc& block) {
-    const size_t mark = undo_.size();
+    marks_.push_back(undo_.size());
     for (const auto& var : block.vars()) {
-      declared_[var.name()].push_back(&var);
+      const proto::VarDesc*& visible = declared_[var.name()];
+      shadowed_.push_back(visible);
+      visible = &var;
       Set(var.name(), VarInfo{VarShape(var), FromProto(var.dtype())});
     }
-    marks_.push_back(mark);
   }
   void Leave(const proto::BlockDesc& block) {
     UndoTo(marks_.back());
     marks_.pop_back();
-    for (const auto& var : block.vars()) declared_[var.name()].pop_back();
+    for (int i = block.vars_size() - 1; i >= 0; --i) {
+      declared_[block.vars(i).name()] = shadowed_.back();
+      shadowed_.pop_back();
+    }
   }
 
-  // An inferred output shape, seen by later ops of the block until UndoTo.
+  // Sets what later ops of the block see of `name` (a proto string, which
+  // outlives this), until UndoTo a mark taken before.
   void Set(const std::string& name, VarInfo info) {
-    auto it = known_.find(name);
-    undo_.push_back({name, it == known_.end() ? std::nullopt : std::optional(it->second)});
-    known_[name] = std::move(info);
+    auto [it, added] = known_.try_emplace(name);
+    undo_.push_back({name, added ? std::nullopt : std::optional(std::move(it->second))});
+    it->second = std::move(info);
   }
   // Sub-blocks see the declared shapes, not what their parent's ops inferred.
   size_t Mark() const { return undo_.size(); }
   void UndoTo(size_t mark) {
     for (; undo_.size() > mark; undo_.pop_back()) {
       auto& [name, old] = undo_.back();
+      auto it = known_.find(std::string(name));  // short names: no allocation
       if (old) {
-        known_[name] = std::move(*old);
+        it->second = std::move(*old);
       } else {
-        known_.erase(name);
+        known_.erase(it);
       }
     }
   }
 
  private:
-  std::unordered_map<std::string, std::vector<const proto::VarDesc*>> declared_;
+  // Names are the program's strings: the walk allocates no name.
+  std::unordered_map<std::string_view, const proto::VarDesc*> declared_;
+  std::vector<const proto::VarDesc*> shadowed_;  // what each declaration hid
   VarInfoMap known_;
-  std::vector<std::pair<std::string, std::optional<VarInfo>>> undo_;
+  std::vector<std::pair<std::string_view, std::optional<VarInfo>>> undo_;
   std::vector<size_t> marks_;
 };
 
@@ -147,14 +157,34 @@ struct WalkState {
   std::vector<int> nesting;  // sub-blocks an op must run to reach the block
 };
 
+// The first element of `items` (an op's slots or attributes) whose name an
+// earlier one has, or null. Ops have a handful: compared pairwise, without
+// allocating, unless there are many.
+template <class Items>
+const typename Items::value_type* RepeatedName(const Items& items) {
+  const int n = items.size();
+  if (n <= 16) {
+    for (int i = 1; i < n; ++i) {
+      for (int j = 0; j < i; ++j) {
+        if (items[j].name() == items[i].name()) return &items[i];
+      }
+    }
+    return nullptr;
+  }
+  std::unordered_set<std::string_view> seen;
+  for (const auto& item : items) {
+    if (!seen.insert(item.name()).second) return &item;
+  }
+  return nullptr;
+}
+
 void CheckSlots(const VisibleVars& visible, int b, const proto::OpDesc& op,
                 const google::protobuf::RepeatedPtrField<proto::Slot>& given,
                 const std::vector<SlotSpec>& specs, const char* direction, const Location& at) {
-  std::set<std::string> seen;
+  if (const proto::Slot* twice = RepeatedName(given)) {
+    at.Fail(ErrorCode::kInvalidArgument, "", direction, " slot ", twice->name(), " appears twice");
+  }
   for (const auto& slot : given) {
-    if (!seen.insert(slot.name()).second) {
-      at.Fail(ErrorCode::kInvalidArgument, "", direction, " slot ", slot.name(), " appears twice");
-    }
     const SlotSpec* spec = nullptr;
     for (const auto& s : specs) {
       if (s.name == slot.name()) spec = &s;
@@ -231,11 +261,10 @@ void CheckSubBlock(const proto::ProgramDesc& program, int b, const proto::Attr& 
 
 void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& op,
                 const OpSchema& schema, WalkState& walk, const Location& at) {
-  std::set<std::string> seen;
+  if (const proto::Attr* twice = RepeatedName(op.attrs())) {
+    at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", twice->name(), " appears twice");
+  }
   for (const auto& attr : op.attrs()) {
-    if (!seen.insert(attr.name()).second) {
-      at.Fail(ErrorCode::kInvalidArgument, "", "attribute ", attr.name(), " appears twice");
-    }
     const AttrSpec* spec = schema.FindAttr(attr.name());
     if (spec == nullptr) {
       at.Fail(ErrorCode::kInvalidArgument, "", "op type ", op.type(), " has no attribute \"",
@@ -261,7 +290,7 @@ void CheckAttrs(const proto::ProgramDesc& program, int b, const proto::OpDesc& o
     }
   }
   for (const auto& spec : schema.attrs()) {
-    if (!spec.default_value && !seen.count(spec.name)) {
+    if (!spec.default_value && FindAttr(op, spec.name) == nullptr) {
       at.Fail(ErrorCode::kInvalidArgument, "", "required attribute \"", spec.name, "\" (",
               AttrTypeName(spec.type), ") is missing");
     }
