@@ -303,6 +303,7 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b, VisibleVars& visibl
   const auto& block = program.blocks(b);
   Location at(b);
   const size_t block_start = visible.Mark();  // what the block's ops infer is undone at its end
+  VarInfoMap inferred;
   for (int i = 0; i < block.ops_size(); ++i) {
     const auto& op = block.ops(i);
     at.SetOp(i, op.type());
@@ -312,8 +313,9 @@ void CheckBlockOps(const proto::ProgramDesc& program, int b, VisibleVars& visibl
     CheckSlots(visible, b, op, op.outputs(), schema->outputs(), "output", at);
     CheckAttrs(program, b, op, *schema, walk, at);
     if (!schema->infer_shape()) continue;
-    // Outputs go to their own map: an op that writes its input must see the old value.
-    VarInfoMap inferred;
+    // Outputs go to their own map: an op that writes its input must see the
+    // old value. One map for all ops: clear() keeps its buckets.
+    inferred.clear();
     try {
       ShapeContext ctx(op, *schema, &visible.known(), &inferred);
       schema->infer_shape()(ctx);
@@ -377,6 +379,7 @@ void CheckAllBlockOps(const proto::ProgramDesc& program) {
       enter(kids[top.next_child++]);
       continue;
     }
+    if (path.size() == 1) break;  // the root: nothing is checked after it
     visible.Leave(program.blocks(top.block));
     walk.on_path[static_cast<size_t>(top.block)] = false;
     path.pop_back();
