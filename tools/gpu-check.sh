@@ -9,6 +9,9 @@
 # tools/setup.sh already on the machine; RILL_GPU_BUILD_DIR may name a
 # build directory made elsewhere with -DRILL_CUDA=ON).
 #
+# A GPU machine without those packages (or without a network to get them)
+# runs the same checks from a bundle built here: tools/gpu_bundle.sh.
+#
 # Usage: tools/gpu-check.sh        Exit status: 0 when everything ran passed.
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -2,6 +2,7 @@
 // loops: one launch covers any size with a bounded grid.
 #include "ops/cuda_device_math.cuh"
 #include "ops/math/binary_cuda.h"
+#include "ops/math/broadcast_sum.h"
 
 namespace rill::cuda {
 namespace {
@@ -57,8 +58,9 @@ __global__ void GradXKernel(const T* x, const T* y, const T* dout, T* dx, int64_
   }
 }
 
-// One thread per element of Y, summing sequentially in the CPU loop's order
-// (ForEachBroadcastElement: i outer, k inner), starting from 0.
+// One thread per element of Y, summing sequentially over i then k from 0:
+// broadcast_sum.h's order where post == 1 (the only case it is used for with
+// Out@GRAD), zeros without it.
 template <BinaryOp kOp, class T>
 __global__ void GradYKernel(const T* x, const T* y, const T* dout, T* dy, int64_t pre, int64_t n,
                             int64_t post) {
@@ -75,6 +77,57 @@ __global__ void GradYKernel(const T* x, const T* y, const T* dout, T* dy, int64_
       }
     }
     dy[j] = acc;
+  }
+}
+
+// dy[j] in broadcast_sum.h's order, one block per element of Y: each thread
+// sums one chunk of a row (pieces (i, chunk) in order, blockDim.x at a time)
+// and thread 0 adds the block's partials in order.
+template <BinaryOp kOp, class T>
+__global__ void GradYChunkedKernel(const T* x, const T* y, const T* dout, T* dy, int64_t pre,
+                                   int64_t n, int64_t post) {
+  __shared__ T partials[kThreads];
+  const int64_t chunks = (post + kBroadcastSumChunk - 1) / kBroadcastSumChunk;
+  const int64_t pieces = pre * chunks;
+  for (int64_t j = blockIdx.x; j < n; j += gridDim.x) {
+    const T yj = y[j];
+    T acc = T(0);
+    for (int64_t first = 0; first < pieces; first += blockDim.x) {
+      const int64_t piece = first + threadIdx.x;
+      T partial = T(0);
+      if (piece < pieces) {
+        const int64_t i = piece / chunks;
+        const int64_t k0 = (piece % chunks) * kBroadcastSumChunk;
+        const int64_t end = k0 + kBroadcastSumChunk < post ? k0 + kBroadcastSumChunk : post;
+        const int64_t base = (i * n + j) * post;
+        for (int64_t k = k0; k < end; ++k) {
+          partial = Add(partial, TermY<kOp>(x[base + k], yj, dout[base + k]));
+        }
+      }
+      partials[threadIdx.x] = partial;
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        const int64_t count = pieces - first < blockDim.x ? pieces - first : blockDim.x;
+        for (int64_t t = 0; t < count; ++t) acc = Add(acc, partials[t]);
+      }
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) dy[j] = acc;
+  }
+}
+
+// With post == 1 and many elements of Y, one thread per element (reads
+// coalesced across j) sums its pre terms faster than a block each.
+constexpr int64_t kThreadPerElementFrom = 2048;
+
+template <BinaryOp kOp, class T>
+void LaunchGradY(const T* x, const T* y, const T* dout, T* dy, int64_t pre, int64_t n, int64_t post,
+                 cudaStream_t stream) {
+  if (dout == nullptr || (post == 1 && n >= kThreadPerElementFrom)) {
+    GradYKernel<kOp, T><<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+  } else {
+    const int blocks = static_cast<int>(n < 4096 ? n : 4096);
+    GradYChunkedKernel<kOp, T><<<blocks, kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
   }
 }
 
@@ -144,24 +197,19 @@ void BinaryGradY(BinaryOp op, const T* x, const T* y, const T* dout, T* dy, int6
   if (n <= 0) return;
   switch (op) {
     case BinaryOp::kAdd:
-      GradYKernel<BinaryOp::kAdd, T>
-          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      LaunchGradY<BinaryOp::kAdd, T>(x, y, dout, dy, pre, n, post, stream);
       break;
     case BinaryOp::kSub:
-      GradYKernel<BinaryOp::kSub, T>
-          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      LaunchGradY<BinaryOp::kSub, T>(x, y, dout, dy, pre, n, post, stream);
       break;
     case BinaryOp::kMul:
-      GradYKernel<BinaryOp::kMul, T>
-          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      LaunchGradY<BinaryOp::kMul, T>(x, y, dout, dy, pre, n, post, stream);
       break;
     case BinaryOp::kDiv:
-      GradYKernel<BinaryOp::kDiv, T>
-          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      LaunchGradY<BinaryOp::kDiv, T>(x, y, dout, dy, pre, n, post, stream);
       break;
     case BinaryOp::kMax:
-      GradYKernel<BinaryOp::kMax, T>
-          <<<Blocks(n), kThreads, 0, stream>>>(x, y, dout, dy, pre, n, post);
+      LaunchGradY<BinaryOp::kMax, T>(x, y, dout, dy, pre, n, post, stream);
       break;
   }
 }

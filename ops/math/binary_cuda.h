@@ -6,8 +6,7 @@
 // Broadcasting as in elementwise.h: X (and Out, Out@GRAD, X@GRAD) viewed as
 // [pre, n, post], Y (and Y@GRAD) as [n]. Every operation is rounded on its
 // own as on the CPU (no FMA contraction), and Y@GRAD is summed in the CPU's
-// order (one thread per element of Y, running over pre then post), so the
-// results equal the CPU kernels' bit for bit.
+// order (broadcast_sum.h), so the results equal the CPU kernels' bit for bit.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,8 +29,8 @@ void BinaryGradX(BinaryOp op, const T* x, const T* y, const T* dout, T* dx, int6
                  int64_t post, cudaStream_t stream);
 
 // dy[j] = 0 + the op's dY terms (add: dout; sub: -dout; mul: dout * x;
-// div: -dout * x / (y * y); max: x > y ? 0 : dout) added one by one over i
-// then k; dout null: zeros.
+// div: -dout * x / (y * y); max: x > y ? 0 : dout) added in broadcast_sum.h's
+// order; dout null: zeros.
 template <class T>
 void BinaryGradY(BinaryOp op, const T* x, const T* y, const T* dout, T* dy, int64_t pre, int64_t n,
                  int64_t post, cudaStream_t stream);

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <string>
 
+#include "ops/math/broadcast_sum.h"
 #include "rill/kernel_context.h"
 #include "rill/op_schema.h"
 #include "rill/shape_context.h"
@@ -132,9 +133,24 @@ void ElementwiseBackward(KernelContext& ctx, DX dx_fn, DY dy_fn) {
           ForEachBroadcastElement(
               s, [&](int64_t e, int64_t j) { dx[e] = dx_fn(x[e], y[j], dout[e]); });
         }
-        if (dy) {
+        if (dy && s.post == 1) {
           ForEachBroadcastElement(
               s, [&](int64_t e, int64_t j) { dy[j] += dy_fn(x[e], y[j], dout[e]); });
+        } else if (dy) {
+          // In chunks of each row, as broadcast_sum.h says.
+          for (int64_t i = 0; i < s.pre; ++i) {
+            for (int64_t j = 0; j < s.n; ++j) {
+              const int64_t base = (i * s.n + j) * s.post;
+              for (int64_t first = 0; first < s.post; first += kBroadcastSumChunk) {
+                const int64_t end = std::min(s.post, first + kBroadcastSumChunk);
+                T partial = T(0);
+                for (int64_t k = first; k < end; ++k) {
+                  partial += dy_fn(x[base + k], y[j], dout[base + k]);
+                }
+                dy[j] += partial;
+              }
+            }
+          }
         }
       });
 }

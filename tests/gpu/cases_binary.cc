@@ -7,9 +7,9 @@
 //
 // All exact (atol 0, rtol 0): each element of Out and X@GRAD is one or two
 // correctly rounded operations on both sides, and the CUDA kernel sums each
-// element of Y@GRAD sequentially in the CPU loop's order (i over pre, then k
-// over post), with the _rn intrinsics so that nvcc fuses nothing into an FMA
-// (the x86-64 CPU build has no FMA).
+// element of Y@GRAD in the CPU's order (ops/math/broadcast_sum.h), with the
+// _rn intrinsics so that nvcc fuses nothing into an FMA (the x86-64 CPU
+// build has no FMA).
 #include <string>
 
 #include "tests/gpu/op_cases.h"
@@ -61,6 +61,15 @@ std::vector<Case> BinaryCases() {
   const Tensor dbig = RandomTensor({1100, 1000}, 123, -1, 1, kF32);
   const Tensor y_big = RandomTensor({1000}, 124, 0.5, 2, kF32);
   const Tensor y_big_one = RandomTensor({1}, 125, 0.5, 2, kF32);
+  // A convolution bias's shape ([batch, channels, pixels], axis 1) with rows
+  // longer than broadcast_sum.h's chunk (1030 > 1024) and more pieces than a
+  // block's threads (300 * 2); and a post-1 Y of 3000 elements (one thread each).
+  const Tensor conv = RandomTensor({300, 3, 1030}, 126, -1, 1, kF32);
+  const Tensor dconv = RandomTensor({300, 3, 1030}, 127, -1, 1, kF32);
+  const Tensor y_conv = RandomTensor({3}, 128, 0.5, 2, kF32);
+  const Tensor wide = RandomTensor({40, 3000}, 129, -1, 1, kF32);
+  const Tensor dwide = RandomTensor({40, 3000}, 130, -1, 1, kF32);
+  const Tensor y_wide = RandomTensor({3000}, 131, 0.5, 2, kF32);
 
   std::vector<Case> cases;
   const std::vector<std::string> kOps = {"elementwise_add", "elementwise_sub", "elementwise_mul",
@@ -101,6 +110,9 @@ std::vector<Case> BinaryCases() {
     cases.push_back({grad, {{"X", x3_64}, {"Y", y_one64}, {"Out@GRAD", dout3_64}}, both, 0, 0});
     cases.push_back({grad, {{"X", big}, {"Y", y_big}, {"Out@GRAD", dbig}}, both, 0, 0});
     cases.push_back({grad, {{"X", big}, {"Y", y_big_one}, {"Out@GRAD", dbig}}, both, 0, 0});
+    cases.push_back(
+        {grad, {{"X", conv}, {"Y", y_conv}, {"Out@GRAD", dconv}}, {"Y@GRAD"}, 0, 0, Axis(1)});
+    cases.push_back({grad, {{"X", wide}, {"Y", y_wide}, {"Out@GRAD", dwide}}, {"Y@GRAD"}, 0, 0});
     // Each gradient output alone.
     cases.push_back(
         {grad, {{"X", x3}, {"Y", y_mid}, {"Out@GRAD", dout3}}, {"X@GRAD"}, 0, 0, Axis(1)});

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "rill/checkpoint.h"
+#include "rill/device_memory.h"
 #include "rill/executor.h"
 #include "rill/input_pipeline.h"
 #include "rill/optimizer.h"
@@ -406,7 +407,7 @@ int Train(const TrainOptions& opt) {
       const IterationStats stats =
           actor_step ? actor_step->executor().last_stats() : IterationStats{};
       // Rounded as the text output is: the lines stay short and comparable.
-      const nlohmann::ordered_json line = {
+      nlohmann::ordered_json line = {
           {"epoch", epoch},
           {"model", opt.model},
           {"executor", opt.executor},
@@ -435,6 +436,15 @@ int Train(const TrainOptions& opt) {
           {"input_ready", input.ready},
           {"input_waited", input.waited},
           {"input_wait_ms", Round(static_cast<double>(input.wait_ns) / 1e6, 3)}};
+      // Device places (cuda:N) allocate through a caching allocator: its peak and its
+      // cudaMalloc count show whether a steady step still allocates.
+      for (const Place& place : places) {
+        if (place.host_memory()) continue;
+        const DeviceMemoryStats mem = GetDeviceMemoryStats(place);
+        line["device_peak_mib"] = Round(static_cast<double>(mem.peak_in_use_bytes) / (1 << 20), 1);
+        line["device_allocations"] = mem.device_allocations;
+        break;
+      }
       std::printf("%s\n", line.dump().c_str());
       std::fflush(stdout);
     } else {
