@@ -20,6 +20,12 @@ inline int Blocks(int64_t n) {
   return static_cast<int>(blocks < 4096 ? (blocks > 0 ? blocks : 1) : 4096);
 }
 
+// Whether a kernel may index `extent` elements in 32 bits: with room for a
+// grid-stride loop's last step (at most 4096 * 256 past the end) not to
+// overflow. 64-bit division and remainder are emulated on the GPU, many
+// times slower than 32-bit ones.
+inline bool FitsInt32(int64_t extent) { return extent < (int64_t{1} << 30); }
+
 __device__ __forceinline__ float Add(float a, float b) { return __fadd_rn(a, b); }
 __device__ __forceinline__ double Add(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ int32_t Add(int32_t a, int32_t b) {

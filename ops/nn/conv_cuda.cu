@@ -22,23 +22,27 @@ constexpr int64_t kScratchBudgetBytes = int64_t{64} << 20;
 // [images, C * kh * kw, oh * ow], entry ((c * kh + i) * kw + j, oy * ow + ox)
 // of an image being x[c, oy * sh + i * dh - ph, ox * sw + j * dw - pw], or 0
 // in the padding (im2col.cc's Im2Col, image by image).
-template <class T>
-__global__ void Im2ColKernel(const T* x, T* col, ConvGeometry s, int64_t n) {
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
-       e += int64_t{blockDim.x} * gridDim.x) {
-    int64_t t = e;
-    const int64_t ox = t % s.out_w;
-    t /= s.out_w;
-    const int64_t oy = t % s.out_h;
-    t /= s.out_h;
-    const int64_t j = t % s.kernel_w;
-    t /= s.kernel_w;
-    const int64_t i = t % s.kernel_h;
-    t /= s.kernel_h;  // image * C + channel
-    const int64_t iy = oy * s.stride_h + i * s.dilation_h - s.pad_h;
-    const int64_t ix = ox * s.stride_w + j * s.dilation_w - s.pad_w;
-    const bool inside = iy >= 0 && iy < s.height && ix >= 0 && ix < s.width;
-    col[e] = inside ? x[(t * s.height + iy) * s.width + ix] : T(0);
+template <class T, class I>
+__global__ void Im2ColKernel(const T* x, T* col, ConvGeometry g, I n) {
+  const I out_w = static_cast<I>(g.out_w), out_h = static_cast<I>(g.out_h);
+  const I kernel_w = static_cast<I>(g.kernel_w), kernel_h = static_cast<I>(g.kernel_h);
+  const I height = static_cast<I>(g.height), width = static_cast<I>(g.width);
+  for (I e = blockIdx.x * I(blockDim.x) + threadIdx.x; e < n; e += I(blockDim.x) * gridDim.x) {
+    I t = e;
+    const I ox = t % out_w;
+    t /= out_w;
+    const I oy = t % out_h;
+    t /= out_h;
+    const I j = t % kernel_w;
+    t /= kernel_w;
+    const I i = t % kernel_h;
+    t /= kernel_h;  // image * C + channel
+    const I iy = oy * static_cast<I>(g.stride_h) + i * static_cast<I>(g.dilation_h) -
+                 static_cast<I>(g.pad_h);
+    const I ix = ox * static_cast<I>(g.stride_w) + j * static_cast<I>(g.dilation_w) -
+                 static_cast<I>(g.pad_w);
+    const bool inside = iy >= 0 && iy < height && ix >= 0 && ix < width;
+    col[e] = inside ? x[(t * height + iy) * width + ix] : T(0);
   }
 }
 
@@ -46,28 +50,31 @@ __global__ void Im2ColKernel(const T* x, T* col, ConvGeometry s, int64_t n) {
 // [images, C, H, W]) is the sum, from 0, of the column entries read from it,
 // taps (i, j) in the CPU's order (Col2Im adds row by row, i then j, into a
 // cleared image), so the sums round as the CPU's do.
-template <class T>
-__global__ void Col2ImKernel(const T* col, T* dx, ConvGeometry s, int64_t n) {
-  const int64_t cols = s.out_h * s.out_w;
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
-       e += int64_t{blockDim.x} * gridDim.x) {
-    int64_t t = e;
-    const int64_t ix = t % s.width;
-    t /= s.width;
-    const int64_t iy = t % s.height;
-    t /= s.height;  // image * C + channel
+template <class T, class I>
+__global__ void Col2ImKernel(const T* col, T* dx, ConvGeometry g, I n) {
+  const I out_w = static_cast<I>(g.out_w), out_h = static_cast<I>(g.out_h);
+  const I kernel_w = static_cast<I>(g.kernel_w), kernel_h = static_cast<I>(g.kernel_h);
+  const I stride_h = static_cast<I>(g.stride_h), stride_w = static_cast<I>(g.stride_w);
+  const I height = static_cast<I>(g.height), width = static_cast<I>(g.width);
+  const I cols = out_h * out_w;
+  for (I e = blockIdx.x * I(blockDim.x) + threadIdx.x; e < n; e += I(blockDim.x) * gridDim.x) {
+    I t = e;
+    const I ix = t % width;
+    t /= width;
+    const I iy = t % height;
+    t /= height;  // image * C + channel
     T sum = T(0);
-    for (int64_t i = 0; i < s.kernel_h; ++i) {
-      const int64_t ny = iy + s.pad_h - i * s.dilation_h;  // oy * stride_h
-      if (ny < 0 || ny % s.stride_h != 0) continue;
-      const int64_t oy = ny / s.stride_h;
-      if (oy >= s.out_h) continue;
-      const T* row = col + (t * s.kernel_h + i) * s.kernel_w * cols + oy * s.out_w;
-      for (int64_t j = 0; j < s.kernel_w; ++j) {
-        const int64_t nx = ix + s.pad_w - j * s.dilation_w;
-        if (nx < 0 || nx % s.stride_w != 0) continue;
-        const int64_t ox = nx / s.stride_w;
-        if (ox >= s.out_w) continue;
+    for (I i = 0; i < kernel_h; ++i) {
+      const I ny = iy + static_cast<I>(g.pad_h) - i * static_cast<I>(g.dilation_h);  // oy * sh
+      if (ny < 0 || (stride_h != 1 && ny % stride_h != 0)) continue;
+      const I oy = stride_h == 1 ? ny : ny / stride_h;
+      if (oy >= out_h) continue;
+      const T* row = col + (t * kernel_h + i) * kernel_w * cols + oy * out_w;
+      for (I j = 0; j < kernel_w; ++j) {
+        const I nx = ix + static_cast<I>(g.pad_w) - j * static_cast<I>(g.dilation_w);
+        if (nx < 0 || (stride_w != 1 && nx % stride_w != 0)) continue;
+        const I ox = stride_w == 1 ? nx : nx / stride_w;
+        if (ox >= out_w) continue;
         sum = Add(sum, row[j * cols + ox]);
       }
     }
@@ -151,7 +158,16 @@ void GemmImagesGroups(cublasHandle_t h, bool trans_a, bool trans_b, int64_t m, i
 template <class T>
 void Im2Col(const T* x, T* col, const ConvGeometry& s, int64_t images, cudaStream_t stream) {
   const int64_t n = images * s.channels * s.kernel_h * s.kernel_w * s.col_cols();
-  if (n > 0) Im2ColKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, col, s, n);
+  if (n <= 0) return;
+  // Index math in 32 bits where every index fits (n bounds both buffers'):
+  // 64-bit division is emulated on the GPU and made this kernel 6x slower
+  // than its memory traffic.
+  if (FitsInt32(n) && FitsInt32(images * s.channels * s.height * s.width)) {
+    Im2ColKernel<T, int32_t>
+        <<<Blocks(n), kThreads, 0, stream>>>(x, col, s, static_cast<int32_t>(n));
+  } else {
+    Im2ColKernel<T, int64_t><<<Blocks(n), kThreads, 0, stream>>>(x, col, s, n);
+  }
 }
 
 template <class T>
@@ -248,7 +264,12 @@ void Conv2dGrad(const T* x, const T* w, const T* dy, T* dx, T* dw, const ConvGeo
         GemmImagesGroups<T>(h, true, false, k, cols, mg, filter, dyc, T(0),
                             {col, s.groups * k * cols, k * cols}, images, s.groups);
         const int64_t n = images * in_image;
-        if (n > 0) Col2ImKernel<T><<<Blocks(n), kThreads, 0, stream>>>(col, dxc, s, n);
+        if (n > 0 && FitsInt32(n) && FitsInt32(images * s.groups * k * cols)) {
+          Col2ImKernel<T, int32_t>
+              <<<Blocks(n), kThreads, 0, stream>>>(col, dxc, s, static_cast<int32_t>(n));
+        } else if (n > 0) {
+          Col2ImKernel<T, int64_t><<<Blocks(n), kThreads, 0, stream>>>(col, dxc, s, n);
+        }
       }
     }
   }

@@ -9,25 +9,26 @@ namespace {
 
 // Window [begin, end) of output position o along one axis, clipped to the
 // input (pool2d_op.cc's WindowSpan).
+template <class I>
 struct Span {
-  int64_t begin;
-  int64_t end;
+  I begin;
+  I end;
 };
 
-__device__ __forceinline__ Span WindowSpan(int64_t o, int64_t stride, int64_t pad, int64_t kernel,
-                                           int64_t in) {
-  const int64_t start = o * stride - pad;
+template <class I>
+__device__ __forceinline__ Span<I> WindowSpan(I o, I stride, I pad, I kernel, I in) {
+  const I start = o * stride - pad;
   return {start > 0 ? start : 0, start + kernel < in ? start + kernel : in};
 }
 
 // Offset in the plane of the first largest element of the window, as the
 // CPU's ArgMax: `v > best` from the first element on, rows then columns.
-template <class T>
-__device__ int64_t ArgMax(const T* plane, int64_t width, Span ys, Span xs) {
-  int64_t best = ys.begin * width + xs.begin;
+template <class T, class I>
+__device__ I ArgMax(const T* plane, I width, Span<I> ys, Span<I> xs) {
+  I best = ys.begin * width + xs.begin;
   T best_value = plane[best];
-  for (int64_t y = ys.begin; y < ys.end; ++y) {
-    for (int64_t x = xs.begin; x < xs.end; ++x) {
+  for (I y = ys.begin; y < ys.end; ++y) {
+    for (I x = xs.begin; x < xs.end; ++x) {
       const T v = plane[y * width + x];
       if (v > best_value) {
         best = y * width + x;
@@ -39,31 +40,48 @@ __device__ int64_t ArgMax(const T* plane, int64_t width, Span ys, Span xs) {
 }
 
 // The divisor of an average over the window.
-template <class T>
-__device__ __forceinline__ T Area(const PoolGeometry& s, Span ys, Span xs) {
+template <class T, class I>
+__device__ __forceinline__ T Area(const PoolGeometry& s, Span<I> ys, Span<I> xs) {
   return s.exclusive ? static_cast<T>((ys.end - ys.begin) * (xs.end - xs.begin))
                      : static_cast<T>(s.kernel_h * s.kernel_w);
 }
 
-template <class T>
-__global__ void PoolKernel(const T* x, T* out, PoolGeometry s, int64_t n) {
-  const int64_t in_plane = s.height * s.width;
-  const int64_t out_plane = s.out_h * s.out_w;
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
-       e += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t c = e / out_plane;
-    const int64_t i = e - c * out_plane;
-    const int64_t oy = i / s.out_w;
-    const int64_t ox = i - oy * s.out_w;
-    const Span ys = WindowSpan(oy, s.stride_h, s.pad_h, s.kernel_h, s.height);
-    const Span xs = WindowSpan(ox, s.stride_w, s.pad_w, s.kernel_w, s.width);
+// The geometry in the kernels' index type.
+template <class I>
+struct PoolDims {
+  I height, width, out_h, out_w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w;
+  explicit __device__ PoolDims(const PoolGeometry& s)
+      : height(static_cast<I>(s.height)),
+        width(static_cast<I>(s.width)),
+        out_h(static_cast<I>(s.out_h)),
+        out_w(static_cast<I>(s.out_w)),
+        kernel_h(static_cast<I>(s.kernel_h)),
+        kernel_w(static_cast<I>(s.kernel_w)),
+        stride_h(static_cast<I>(s.stride_h)),
+        stride_w(static_cast<I>(s.stride_w)),
+        pad_h(static_cast<I>(s.pad_h)),
+        pad_w(static_cast<I>(s.pad_w)) {}
+};
+
+template <class T, class I>
+__global__ void PoolKernel(const T* x, T* out, PoolGeometry s, I n) {
+  const PoolDims<I> d(s);
+  const I in_plane = d.height * d.width;
+  const I out_plane = d.out_h * d.out_w;
+  for (I e = blockIdx.x * I(blockDim.x) + threadIdx.x; e < n; e += I(blockDim.x) * gridDim.x) {
+    const I c = e / out_plane;
+    const I i = e - c * out_plane;
+    const I oy = i / d.out_w;
+    const I ox = i - oy * d.out_w;
+    const Span<I> ys = WindowSpan(oy, d.stride_h, d.pad_h, d.kernel_h, d.height);
+    const Span<I> xs = WindowSpan(ox, d.stride_w, d.pad_w, d.kernel_w, d.width);
     const T* plane = x + c * in_plane;
     if (s.is_max) {
-      out[e] = plane[ArgMax(plane, s.width, ys, xs)];
+      out[e] = plane[ArgMax(plane, d.width, ys, xs)];
     } else {
       T sum = T(0);
-      for (int64_t y = ys.begin; y < ys.end; ++y) {
-        for (int64_t xx = xs.begin; xx < xs.end; ++xx) sum = Add(sum, plane[y * s.width + xx]);
+      for (I y = ys.begin; y < ys.end; ++y) {
+        for (I xx = xs.begin; xx < xs.end; ++xx) sum = Add(sum, plane[y * d.width + xx]);
       }
       out[e] = Div(sum, Area<T>(s, ys, xs));
     }
@@ -72,39 +90,39 @@ __global__ void PoolKernel(const T* x, T* out, PoolGeometry s, int64_t n) {
 
 // Output positions [first, last] along one axis whose windows cover input
 // position v.
-__device__ __forceinline__ void Covering(int64_t v, int64_t stride, int64_t pad, int64_t kernel,
-                                         int64_t out, int64_t* first, int64_t* last) {
-  const int64_t shifted = v + pad;  // o covers v iff o * stride <= shifted < o * stride + kernel
+template <class I>
+__device__ __forceinline__ void Covering(I v, I stride, I pad, I kernel, I out, I* first, I* last) {
+  const I shifted = v + pad;  // o covers v iff o * stride <= shifted < o * stride + kernel
   *first = shifted < kernel ? 0 : (shifted - kernel) / stride + 1;
-  const int64_t l = shifted / stride;
+  const I l = shifted / stride;
   *last = l < out - 1 ? l : out - 1;
 }
 
 // dx[e] = sum, from 0, over the windows covering element e in the CPU's
 // window order (output rows, then columns), of what each sends it.
-template <class T>
-__global__ void PoolGradKernel(const T* x, const T* dout, T* dx, PoolGeometry s, int64_t n) {
-  const int64_t in_plane = s.height * s.width;
-  const int64_t out_plane = s.out_h * s.out_w;
-  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < n;
-       e += int64_t{blockDim.x} * gridDim.x) {
-    const int64_t c = e / in_plane;
-    const int64_t p = e - c * in_plane;
-    const int64_t y = p / s.width;
-    const int64_t xx = p - y * s.width;
-    int64_t oy0, oy1, ox0, ox1;
-    Covering(y, s.stride_h, s.pad_h, s.kernel_h, s.out_h, &oy0, &oy1);
-    Covering(xx, s.stride_w, s.pad_w, s.kernel_w, s.out_w, &ox0, &ox1);
+template <class T, class I>
+__global__ void PoolGradKernel(const T* x, const T* dout, T* dx, PoolGeometry s, I n) {
+  const PoolDims<I> d(s);
+  const I in_plane = d.height * d.width;
+  const I out_plane = d.out_h * d.out_w;
+  for (I e = blockIdx.x * I(blockDim.x) + threadIdx.x; e < n; e += I(blockDim.x) * gridDim.x) {
+    const I c = e / in_plane;
+    const I p = e - c * in_plane;
+    const I y = p / d.width;
+    const I xx = p - y * d.width;
+    I oy0, oy1, ox0, ox1;
+    Covering(y, d.stride_h, d.pad_h, d.kernel_h, d.out_h, &oy0, &oy1);
+    Covering(xx, d.stride_w, d.pad_w, d.kernel_w, d.out_w, &ox0, &ox1);
     const T* plane = x + c * in_plane;
-    const T* d = dout + c * out_plane;
+    const T* g_plane = dout + c * out_plane;
     T sum = T(0);
-    for (int64_t oy = oy0; oy <= oy1; ++oy) {
-      const Span ys = WindowSpan(oy, s.stride_h, s.pad_h, s.kernel_h, s.height);
-      for (int64_t ox = ox0; ox <= ox1; ++ox) {
-        const Span xs = WindowSpan(ox, s.stride_w, s.pad_w, s.kernel_w, s.width);
-        const T g = d[oy * s.out_w + ox];
+    for (I oy = oy0; oy <= oy1; ++oy) {
+      const Span<I> ys = WindowSpan(oy, d.stride_h, d.pad_h, d.kernel_h, d.height);
+      for (I ox = ox0; ox <= ox1; ++ox) {
+        const Span<I> xs = WindowSpan(ox, d.stride_w, d.pad_w, d.kernel_w, d.width);
+        const T g = g_plane[oy * d.out_w + ox];
         if (s.is_max) {
-          if (ArgMax(plane, s.width, ys, xs) == p) sum = Add(sum, g);
+          if (ArgMax(plane, d.width, ys, xs) == p) sum = Add(sum, g);
         } else {
           sum = Add(sum, Div(g, Area<T>(s, ys, xs)));
         }
@@ -125,8 +143,8 @@ __global__ void SingleWindowMaxGradKernel(const T* x, const T* dout, T* dx, Pool
   __shared__ T red_value[kThreads];
   __shared__ int64_t red_index[kThreads];
   const int64_t in_plane = s.height * s.width;
-  const Span ys = WindowSpan(0, s.stride_h, s.pad_h, s.kernel_h, s.height);
-  const Span xs = WindowSpan(0, s.stride_w, s.pad_w, s.kernel_w, s.width);
+  const Span<int64_t> ys = WindowSpan<int64_t>(0, s.stride_h, s.pad_h, s.kernel_h, s.height);
+  const Span<int64_t> xs = WindowSpan<int64_t>(0, s.stride_w, s.pad_w, s.kernel_w, s.width);
   const int64_t window_w = xs.end - xs.begin;
   const int64_t count = (ys.end - ys.begin) * window_w;
   const int64_t first = ys.begin * s.width + xs.begin;
@@ -180,7 +198,13 @@ __global__ void SingleWindowMaxGradKernel(const T* x, const T* dout, T* dx, Pool
 template <class T>
 void Pool2d(const T* x, T* out, const PoolGeometry& s, cudaStream_t stream) {
   const int64_t n = s.batch * s.channels * s.out_h * s.out_w;
-  if (n > 0) PoolKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, out, s, n);
+  if (n <= 0) return;
+  // 32-bit index math where the input fits (see FitsInt32).
+  if (FitsInt32(s.batch * s.channels * s.height * s.width) && FitsInt32(n)) {
+    PoolKernel<T, int32_t><<<Blocks(n), kThreads, 0, stream>>>(x, out, s, static_cast<int32_t>(n));
+  } else {
+    PoolKernel<T, int64_t><<<Blocks(n), kThreads, 0, stream>>>(x, out, s, n);
+  }
 }
 
 template <class T>
@@ -193,8 +217,11 @@ void Pool2dGrad(const T* x, const T* dout, T* dx, const PoolGeometry& s, cudaStr
   } else if (s.is_max && s.out_h == 1 && s.out_w == 1) {
     const int blocks = static_cast<int>(planes < 65536 ? planes : 65536);
     SingleWindowMaxGradKernel<T><<<blocks, kThreads, 0, stream>>>(x, dout, dx, s);
+  } else if (FitsInt32(n) && FitsInt32(planes * s.out_h * s.out_w)) {
+    PoolGradKernel<T, int32_t>
+        <<<Blocks(n), kThreads, 0, stream>>>(x, dout, dx, s, static_cast<int32_t>(n));
   } else {
-    PoolGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, dout, dx, s, n);
+    PoolGradKernel<T, int64_t><<<Blocks(n), kThreads, 0, stream>>>(x, dout, dx, s, n);
   }
 }
 
