@@ -31,8 +31,13 @@ void BinaryGradX(BinaryOp op, const T* x, const T* y, const T* dout, T* dx, int6
 // dy[j] = 0 + the op's dY terms (add: dout; sub: -dout; mul: dout * x;
 // div: -dout * x / (y * y); max: x > y ? 0 : dout) added in broadcast_sum.h's
 // order; dout null: zeros.
+// `scratch`: BinaryGradYScratch(pre, n, post) elements of T on the device
+// (null when that is 0), where the chunks' partials are kept between the
+// two passes; it must stay allocated until the launches have run (the
+// caching allocator waits for the stream before reusing a freed block).
 template <class T>
 void BinaryGradY(BinaryOp op, const T* x, const T* y, const T* dout, T* dy, int64_t pre, int64_t n,
-                 int64_t post, cudaStream_t stream);
+                 int64_t post, T* scratch, cudaStream_t stream);
+int64_t BinaryGradYScratch(int64_t pre, int64_t n, int64_t post);
 
 }  // namespace rill::cuda

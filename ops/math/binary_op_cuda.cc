@@ -31,7 +31,13 @@ void BackwardCuda(KernelContext& ctx, cuda::BinaryOp op, const char* what) {
       [&]<class T>(const T* x, const T* y, const T* dout, T* dx, T* dy, const BroadcastSplit& s) {
         const cudaStream_t stream = CudaStream::Current();
         if (dx) cuda::BinaryGradX(op, x, y, dout, dx, s.pre, s.n, s.post, stream);
-        if (dy) cuda::BinaryGradY(op, x, y, dout, dy, s.pre, s.n, s.post, stream);
+        if (dy) {
+          const int64_t scratch_size = dout ? cuda::BinaryGradYScratch(s.pre, s.n, s.post) : 0;
+          Tensor scratch;  // freed here, reused only after the stream has run (cuda_memory.h)
+          if (scratch_size > 0) scratch.Allocate(DataTypeOf<T>(), {scratch_size}, ctx.place());
+          cuda::BinaryGradY(op, x, y, dout, dy, s.pre, s.n, s.post,
+                            scratch_size > 0 ? scratch.mutable_data<T>() : nullptr, stream);
+        }
       });
   CheckCuda(cudaGetLastError(), what);
 }

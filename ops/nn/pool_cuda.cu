@@ -132,6 +132,29 @@ __global__ void PoolGradKernel(const T* x, const T* dout, T* dx, PoolGeometry s,
   }
 }
 
+// Max pooling's gradient where windows do not overlap (stride >= kernel on
+// both axes), after dx is cleared: one thread per window finds its ArgMax
+// once and writes 0 + dOut there. Each input element is in at most one
+// window, so this is the sum PoolGradKernel would form, without every
+// element of a window searching it again.
+template <class T, class I>
+__global__ void DisjointMaxGradKernel(const T* x, const T* dout, T* dx, PoolGeometry s, I n) {
+  const PoolDims<I> d(s);
+  const I in_plane = d.height * d.width;
+  const I out_plane = d.out_h * d.out_w;
+  for (I e = blockIdx.x * I(blockDim.x) + threadIdx.x; e < n; e += I(blockDim.x) * gridDim.x) {
+    const I c = e / out_plane;
+    const I i = e - c * out_plane;
+    const I oy = i / d.out_w;
+    const I ox = i - oy * d.out_w;
+    const Span<I> ys = WindowSpan(oy, d.stride_h, d.pad_h, d.kernel_h, d.height);
+    const Span<I> xs = WindowSpan(ox, d.stride_w, d.pad_w, d.kernel_w, d.width);
+    if (ys.begin >= ys.end || xs.begin >= xs.end) continue;  // a window wholly in the padding
+    const T* plane = x + c * in_plane;
+    dx[c * in_plane + ArgMax(plane, d.width, ys, xs)] = Add(T(0), dout[e]);
+  }
+}
+
 // Max pooling's gradient where each plane has one window (out_h = out_w =
 // 1: global pooling): a block per plane finds the CPU's ArgMax in parallel
 // (a NaN first element wins; otherwise NaNs never do, and the largest of the
@@ -217,6 +240,16 @@ void Pool2dGrad(const T* x, const T* dout, T* dx, const PoolGeometry& s, cudaStr
   } else if (s.is_max && s.out_h == 1 && s.out_w == 1) {
     const int blocks = static_cast<int>(planes < 65536 ? planes : 65536);
     SingleWindowMaxGradKernel<T><<<blocks, kThreads, 0, stream>>>(x, dout, dx, s);
+  } else if (s.is_max && s.stride_h >= s.kernel_h && s.stride_w >= s.kernel_w) {
+    cudaMemsetAsync(dx, 0, static_cast<size_t>(n) * sizeof(T), stream);  // +0.0
+    const int64_t windows = planes * s.out_h * s.out_w;
+    if (FitsInt32(n) && FitsInt32(windows)) {
+      DisjointMaxGradKernel<T, int32_t>
+          <<<Blocks(windows), kThreads, 0, stream>>>(x, dout, dx, s, static_cast<int32_t>(windows));
+    } else {
+      DisjointMaxGradKernel<T, int64_t>
+          <<<Blocks(windows), kThreads, 0, stream>>>(x, dout, dx, s, windows);
+    }
   } else if (FitsInt32(n) && FitsInt32(planes * s.out_h * s.out_w)) {
     PoolGradKernel<T, int32_t>
         <<<Blocks(n), kThreads, 0, stream>>>(x, dout, dx, s, static_cast<int32_t>(n));

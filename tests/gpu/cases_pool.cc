@@ -115,6 +115,9 @@ std::vector<Case> PoolCases() {
     specs.push_back({{2, 3, 33, 31}, type, {1, 1}, {1, 1}, {0, 0}, true});
     // One window per plane that leaves rows and columns uncovered (stride 3).
     specs.push_back({{2, 2, 5, 5}, type, {3, 3}, {3, 3}});
+    // Windows apart with gaps between them and padding, unequal per axis:
+    // max pooling's gradient one thread per window.
+    specs.push_back({{2, 3, 11, 10}, type, {2, 3}, {3, 3}, {1, 1}});
     // One window per plane, in the padding's corner (clipped to [0, 2)).
     specs.push_back({{2, 2, 3, 3}, type, {3, 3}, {4, 4}, {1, 1}});
   }
