@@ -43,7 +43,7 @@ std::span<uint8_t> FrameDecoder::NextBuffer() {
     case State::kHeader: return {header_bytes_ + filled_, kFrameHeaderBytes - filled_};
     case State::kMeta:
       if (filled_ == meta_.size()) GrowMeta();
-      return {reinterpret_cast<uint8_t*>(meta_.data()) + filled_, meta_.size() - filled_};
+      return {meta_.data() + filled_, meta_.size() - filled_};
     case State::kPayload:
       if (filled_ == payload_capacity_) GrowPayload();
       return {static_cast<uint8_t*>(payload_.raw_data()) + filled_, payload_capacity_ - filled_};
@@ -100,7 +100,7 @@ void FrameDecoder::MetaDone() {
   RILL_CHECK(frame_.message.ParseFromArray(meta_.data(), static_cast<int>(header_.meta_bytes)),
              kParse, "frame from ", peer_, ": its ", header_.meta_bytes,
              " meta bytes are not a wire message");
-  std::string().swap(meta_);  // a large meta is not kept for the next frame
+  std::vector<uint8_t>().swap(meta_);  // a large meta is not kept for the next frame
   const uint64_t described = DescribedPayloadBytes(frame_.message, peer_);
   RILL_CHECK(described == header_.payload_bytes, kInvalidArgument, "frame from ", peer_, " (",
              proto::WireMessage::Kind_Name(frame_.message.kind()), " ", frame_.message.var(),

@@ -30,6 +30,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "actors/distributed/frame_header.h"
 #include "rill/proto/wire.pb.h"
@@ -85,7 +86,7 @@ class FrameDecoder {
   size_t filled_ = 0;  // bytes of the current part received
   uint8_t header_bytes_[kFrameHeaderBytes] = {};
   FrameHeader header_;
-  std::string meta_;  // grows as meta bytes arrive
+  std::vector<uint8_t> meta_;  // grows as meta bytes arrive
   ReceivedFrame frame_;
   Tensor payload_;  // the destination, or the growing buffer
   size_t payload_capacity_ = 0;
