@@ -74,7 +74,8 @@ ReceivedFrame FrameDecoder::TakeFrame() {
 }
 
 size_t FrameDecoder::held_bytes() const {
-  return meta_.capacity() + (payload_.initialized() ? payload_.bytes() : 0);
+  const bool own_payload = payload_.initialized() && !payload_is_destination_;
+  return meta_.capacity() + (own_payload ? payload_.bytes() : 0);
 }
 
 void FrameDecoder::HeaderDone() {
@@ -122,9 +123,11 @@ void FrameDecoder::MetaDone() {
                payload_.Describe());
     payload_capacity_ = payload_.bytes();
     payload_final_ = true;
+    payload_is_destination_ = true;
   } else {
     payload_capacity_ = 0;
     payload_final_ = false;
+    payload_is_destination_ = false;
   }
   state_ = State::kPayload;
 }

@@ -64,7 +64,8 @@ class FrameDecoder {
   bool HasFrame() const { return !frames_.empty(); }
   ReceivedFrame TakeFrame();
 
-  // Bytes allocated for the frame in progress (meta and payload).
+  // Bytes the decoder allocated for the frame in progress (its meta, and its
+  // payload unless a destination took it).
   size_t held_bytes() const;
   // True between frames: no byte of a frame is pending.
   bool idle() const { return state_ == State::kHeader && filled_ == 0; }
@@ -91,6 +92,7 @@ class FrameDecoder {
   Tensor payload_;  // the destination, or the growing buffer
   size_t payload_capacity_ = 0;
   bool payload_final_ = false;  // payload_ has the message's shape (no more growth)
+  bool payload_is_destination_ = false;
   std::deque<ReceivedFrame> frames_;
 };
 
