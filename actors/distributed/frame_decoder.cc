@@ -90,6 +90,7 @@ void FrameDecoder::HeaderDone() {
   }
   meta_.clear();
   state_ = State::kMeta;
+  if (header_.meta_bytes == 0) MetaDone();  // no meta byte will come to complete it
 }
 
 void FrameDecoder::GrowMeta() {

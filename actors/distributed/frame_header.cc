@@ -48,8 +48,6 @@ void CheckFrameHeader(const FrameHeader& header, const FrameLimits& limits,
                  header.payload_bytes, " payload bytes; a heartbeat carries none");
       return;
     case FrameKind::kMessage:
-      RILL_CHECK(header.meta_bytes > 0, kInvalidArgument, "message frame from ", peer,
-                 " has no meta");
       RILL_CHECK(header.meta_bytes <= limits.max_meta_bytes, kInvalidArgument,
                  "message frame from ", peer, " claims ", header.meta_bytes,
                  " meta bytes, over the limit of ", limits.max_meta_bytes);

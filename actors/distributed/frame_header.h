@@ -45,8 +45,9 @@ std::array<uint8_t, kFrameHeaderBytes> EncodeFrameHeader(const FrameHeader& head
 FrameHeader DecodeFrameHeader(const uint8_t* bytes);  // reads kFrameHeaderBytes
 
 // Throws rill::Error (kInvalidArgument) naming `peer` when the kind is not one
-// Rill sends, a reserved flag is set, a heartbeat carries anything, a message
-// has no meta, or the sizes pass `limits`.
+// Rill sends, a reserved flag is set, a heartbeat carries anything, or the
+// sizes pass `limits`. A message's meta may be empty: a WireMessage whose
+// fields all have their default values serializes to nothing.
 void CheckFrameHeader(const FrameHeader& header, const FrameLimits& limits,
                       const std::string& peer);
 

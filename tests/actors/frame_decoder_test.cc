@@ -171,7 +171,6 @@ TEST(FrameDecoderTest, HeadersBreakingTheRulesAreRefused) {
       {HeaderBytes(9, 10, 0), "kind 9"},
       {HeaderBytes(0, 10, 0), "kind 0"},
       {HeaderBytes(2, 1, 0), "a heartbeat carries none"},
-      {HeaderBytes(1, 0, 0), "no meta"},
       {HeaderBytes(1, 2000, 0), "meta bytes, over the limit"},
       {HeaderBytes(1, 10, (1 << 20) - 9), "over the limit of 1048576"},
       {HeaderBytes(1, 10, std::numeric_limits<uint64_t>::max()), "over the limit"},
@@ -211,6 +210,22 @@ TEST(FrameDecoderTest, PayloadThatDoesNotMatchDtypeTimesShapeIsRefusedBeforeItsB
         << error.message();
   }
   EXPECT_EQ(decoder.held_bytes(), 0u);
+}
+
+// An all-default message serializes to no bytes: its frame has an empty meta
+// and still decodes (what it means is for the layer above to judge).
+TEST(FrameDecoderTest, EmptyMetaIsADefaultMessage) {
+  const OutgoingFrame frame = EncodeMessageFrame(proto::WireMessage(), Tensor());
+  ASSERT_EQ(frame.head.size(), kFrameHeaderBytes);
+  std::vector<uint8_t> bytes = Bytes(frame);
+  const std::vector<uint8_t> beat = Bytes(EncodeHeartbeatFrame());
+  bytes.insert(bytes.end(), beat.begin(), beat.end());
+  FrameDecoder decoder(FrameLimits{}, kPeer);
+  Feed(decoder, bytes, 3);
+  ASSERT_TRUE(decoder.HasFrame());
+  EXPECT_EQ(decoder.TakeFrame().message.kind(), proto::WireMessage::KIND_INVALID);
+  ASSERT_TRUE(decoder.HasFrame());
+  EXPECT_EQ(decoder.TakeFrame().kind, FrameKind::kHeartbeat);
 }
 
 TEST(FrameDecoderTest, MetaThatIsNotAMessageIsRefused) {

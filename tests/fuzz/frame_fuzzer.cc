@@ -92,9 +92,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Every frame accepted (even before a refusal) encodes again to the same.
   for (const rill::ReceivedFrame& frame : frames) {
     if (frame.kind != rill::FrameKind::kMessage) continue;
-    rill::proto::WireMessage message = frame.message;
-    if (frame.payload.initialized()) message.clear_tensor();
-    const rill::OutgoingFrame again = rill::EncodeMessageFrame(message, frame.payload);
+    // The message keeps its tensor's dtype and shape (and any other field);
+    // the encoder sets them again from the payload.
+    const rill::OutgoingFrame again = rill::EncodeMessageFrame(frame.message, frame.payload);
     std::vector<uint8_t> bytes(again.head.begin(), again.head.end());
     if (again.payload.initialized()) {
       const auto* p = static_cast<const uint8_t*>(again.payload.raw_data());
