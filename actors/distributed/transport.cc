@@ -1,6 +1,7 @@
 #include "actors/distributed/transport.h"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -167,20 +168,23 @@ class Transport::Impl : public ConnectionOwner {
          timeout.count(), " ms (", attempts, " attempts; last: ", last_failure, ")");
   }
 
+  // dispatch: from a callback (on the io thread) the frame is queued, and its
+  // write started, at once; from another thread it is posted.
   void Send(ConnectionId id, OutgoingFrame frame, std::function<void(bool)> written) {
-    asio::post(io_, [this, id, frame = std::move(frame), written = std::move(written)]() mutable {
-      auto it = connections_.find(id);
-      if (it == connections_.end()) {
-        if (written) written(false);
-        return;
-      }
-      std::shared_ptr<Connection> connection = it->second.connection;
-      connection->Send(std::move(frame), std::move(written));
-    });
+    asio::dispatch(io_,
+                   [this, id, frame = std::move(frame), written = std::move(written)]() mutable {
+                     auto it = connections_.find(id);
+                     if (it == connections_.end()) {
+                       if (written) written(false);
+                       return;
+                     }
+                     std::shared_ptr<Connection> connection = it->second.connection;
+                     connection->Send(std::move(frame), std::move(written));
+                   });
   }
 
   void Close(ConnectionId id) {
-    asio::post(io_, [this, id] {
+    asio::dispatch(io_, [this, id] {
       auto it = connections_.find(id);
       if (it == connections_.end()) return;
       std::shared_ptr<Connection> connection = it->second.connection;
