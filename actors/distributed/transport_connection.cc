@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "rill/error.h"
+#include "rill/log.h"
 
 namespace rill {
 namespace asio = boost::asio;
@@ -215,16 +216,25 @@ void Connection::OnRead(const error_code& error, size_t bytes) {
   last_read_ = std::chrono::steady_clock::now();
   try {
     decoder_->Commit(bytes);
-    while (decoder_->HasFrame()) {
-      ReceivedFrame frame = decoder_->TakeFrame();
-      if (frame.kind == FrameKind::kHeartbeat) continue;
-      ++owner_.stats().frames_received;
-      if (owner_.callbacks().on_frame) owner_.callbacks().on_frame(id_, std::move(frame));
-      if (closed_) return;
-    }
   } catch (const Error& bad) {
     ++owner_.stats().bad_frames;
     return Close(bad.message());
+  } catch (const std::exception& failure) {  // an allocation that failed
+    return Close(StrCat("cannot receive from ", Describe(), ": ", failure.what()));
+  }
+  while (decoder_->HasFrame()) {
+    ReceivedFrame frame = decoder_->TakeFrame();
+    if (frame.kind == FrameKind::kHeartbeat) continue;
+    ++owner_.stats().frames_received;
+    if (!owner_.callbacks().on_frame) continue;
+    try {
+      owner_.callbacks().on_frame(id_, std::move(frame));
+    } catch (const std::exception& failure) {
+      // The owner's failure, not the peer's: the connection goes on.
+      Log(LogLevel::kError, "transport: handling a frame from ", Describe(),
+          " failed: ", failure.what());
+    }
+    if (closed_) return;
   }
   ReadMore();
 }

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <future>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "rill/error.h"
 #include "tests/actors/transport_testing.h"
@@ -213,6 +215,77 @@ TEST(TransportTest, PayloadIsReadIntoTheDestinationTensor) {
   EXPECT_EQ(std::memcmp(destination.raw_data(), value.raw_data(), value.bytes()), 0);
   std::lock_guard<std::mutex> lock(mutex);
   EXPECT_TRUE(written);
+}
+
+// Threads sending on one connection at once: every frame comes back once,
+// with its payload, and each thread's frames in the order it sent them.
+TEST(TransportTest, ThreadsSendingOnOneConnectionKeepEachThreadsOrder) {
+  QuietLog quiet;
+  EchoServer server;
+  Inbox inbox;
+  Transport client(TestTransportOptions(), inbox.Callbacks());
+  const ConnectionId to = client.Connect(Loopback(server.port()), Hello{}, 10s);
+  constexpr int kThreads = 4, kFrames = 200;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kFrames; ++i) {
+        Tensor value(DataType::kInt32, {1 + i % 5});
+        for (int64_t j = 0; j < value.numel(); ++j) value.mutable_data<int32_t>()[j] = t * 1000 + i;
+        proto::WireMessage push;
+        push.set_kind(proto::WireMessage::PUSH);
+        push.set_var(StrCat("t", t));
+        push.set_step(i);
+        client.Send(to, EncodeMessageFrame(push, value));
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  std::vector<int> next(kThreads, 0);
+  for (int n = 0; n < kThreads * kFrames; ++n) {
+    auto reply = inbox.PopFrame(20s);
+    ASSERT_TRUE(reply.has_value()) << "reply " << n << " of " << kThreads * kFrames;
+    const ReceivedFrame& frame = reply->second;
+    const int t = std::stoi(frame.message.var().substr(1));
+    ASSERT_TRUE(t >= 0 && t < kThreads);
+    const int i = static_cast<int>(frame.message.step()) - 1;  // the echo adds one
+    EXPECT_EQ(i, next[t]) << "thread " << t << "'s frames out of order";
+    next[t] = i + 1;
+    ASSERT_TRUE(frame.payload.initialized());
+    EXPECT_EQ(frame.payload.numel(), 1 + i % 5);
+    EXPECT_EQ(frame.payload.data<int32_t>()[0], t * 1000 + i);
+  }
+  EXPECT_EQ(next, std::vector<int>(kThreads, kFrames));
+}
+
+// A handler's failure is the receiver's, not the peer's: logged, and the
+// connection goes on.
+TEST(TransportTest, HandlerThatThrowsLeavesTheConnectionOpen) {
+  QuietLog quiet;
+  auto server_ptr = std::make_shared<Transport*>(nullptr);
+  TransportCallbacks callbacks;
+  callbacks.on_frame = [server_ptr](ConnectionId from, ReceivedFrame frame) {
+    if (frame.message.var() == "boom") Fail(ErrorCode::kInternal, "the handler failed");
+    (*server_ptr)->Send(from, EncodeMessageFrame(frame.message, Tensor()));
+  };
+  Transport server(TestTransportOptions(), callbacks);
+  *server_ptr = &server;
+  const uint16_t port = server.Listen(ParseEndpoint("127.0.0.1:0"));
+  Inbox inbox;
+  Transport client(TestTransportOptions(), inbox.Callbacks());
+  const ConnectionId to = client.Connect(Loopback(port), Hello{}, 10s);
+  for (const char* var : {"boom", "fine"}) {
+    proto::WireMessage pull;
+    pull.set_kind(proto::WireMessage::PULL);
+    pull.set_var(var);
+    client.Send(to, EncodeMessageFrame(pull, Tensor()));
+  }
+  auto reply = inbox.PopFrame(10s);
+  ASSERT_TRUE(reply.has_value());
+  EXPECT_EQ(reply->second.message.var(), "fine");
+  EXPECT_EQ(server.stats().bad_frames, 0);
+  EXPECT_EQ(server.stats().open, 1);
+  EXPECT_NE(quiet.log.Find("the handler failed"), nullptr);
 }
 
 TEST(TransportTest, SendingOnAClosedConnectionReportsNotWritten) {
