@@ -2,6 +2,7 @@
 
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,8 @@ const char* RoleName(PeerRole role) {
 
 // Frames gathered into one write: a few large writes rather than many small ones.
 constexpr size_t kMaxFramesPerWrite = 64;
+// Per open connection: reads of small frame parts go here first.
+constexpr size_t kStagingBytes = 32 << 10;
 
 }  // namespace
 
@@ -163,6 +166,7 @@ void Connection::CheckServerMac() {
 void Connection::Opened() {
   open_ = true;
   deadline_.cancel();
+  staging_.resize(kStagingBytes);
   decoder_.emplace(owner_.options().frame_limits, Describe(),
                    [this](const proto::WireMessage& message) {
                      const auto& destination = owner_.callbacks().destination;
@@ -198,15 +202,26 @@ void Connection::CheckIdle() {
   });
 }
 
+// Small parts of frames (headers, metas, small payloads) are read into the
+// staging buffer, several per read, and copied into the decoder; a part at
+// least as large as the staging buffer is read straight into the decoder's
+// buffer (a tensor's memory).
 void Connection::ReadMore() {
-  const std::span<uint8_t> next = decoder_->NextBuffer();
-  socket_.async_read_some(asio::buffer(next.data(), next.size()),
-                          [self = shared_from_this()](const error_code& error, size_t bytes) {
-                            self->OnRead(error, bytes);
-                          });
+  std::span<uint8_t> next;
+  try {
+    next = decoder_->NextBuffer();
+  } catch (const std::exception& failure) {  // an allocation that failed
+    return Close(StrCat("cannot receive from ", Describe(), ": ", failure.what()));
+  }
+  const bool staged = next.size() < staging_.size();
+  const auto target = staged ? asio::buffer(staging_) : asio::buffer(next.data(), next.size());
+  socket_.async_read_some(
+      target, [self = shared_from_this(), staged](const error_code& error, size_t bytes) {
+        self->OnRead(error, bytes, staged);
+      });
 }
 
-void Connection::OnRead(const error_code& error, size_t bytes) {
+void Connection::OnRead(const error_code& error, size_t bytes, bool staged) {
   if (closed_) return;
   if (error) {
     return Close(error == asio::error::eof
@@ -214,15 +229,31 @@ void Connection::OnRead(const error_code& error, size_t bytes) {
                      : StrCat("connection to ", Describe(), " failed: ", error.message()));
   }
   last_read_ = std::chrono::steady_clock::now();
-  try {
-    decoder_->Commit(bytes);
-  } catch (const Error& bad) {
-    ++owner_.stats().bad_frames;
-    return Close(bad.message());
-  } catch (const std::exception& failure) {  // an allocation that failed
-    return Close(StrCat("cannot receive from ", Describe(), ": ", failure.what()));
-  }
-  while (decoder_->HasFrame()) {
+  size_t done = 0;
+  do {
+    size_t size = bytes - done;
+    try {
+      if (staged) {
+        const std::span<uint8_t> next = decoder_->NextBuffer();
+        size = std::min(size, next.size());
+        std::memcpy(next.data(), staging_.data() + done, size);
+      }
+      decoder_->Commit(size);
+    } catch (const Error& bad) {
+      ++owner_.stats().bad_frames;
+      return Close(bad.message());
+    } catch (const std::exception& failure) {  // an allocation that failed
+      return Close(StrCat("cannot receive from ", Describe(), ": ", failure.what()));
+    }
+    done += size;
+    DeliverFrames();
+    if (closed_) return;
+  } while (done < bytes);
+  ReadMore();
+}
+
+void Connection::DeliverFrames() {
+  while (decoder_->HasFrame() && !closed_) {
     ReceivedFrame frame = decoder_->TakeFrame();
     if (frame.kind == FrameKind::kHeartbeat) continue;
     ++owner_.stats().frames_received;
@@ -234,9 +265,7 @@ void Connection::OnRead(const error_code& error, size_t bytes) {
       Log(LogLevel::kError, "transport: handling a frame from ", Describe(),
           " failed: ", failure.what());
     }
-    if (closed_) return;
   }
-  ReadMore();
 }
 
 // -- writing ------------------------------------------------------------------

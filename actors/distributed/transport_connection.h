@@ -1,6 +1,8 @@
 // One TCP connection of a Transport, after accept or connect: the handshake
 // (actors/distributed/handshake.h) under a deadline, then frames read through a
-// FrameDecoder and frames written with scatter/gather writes from a queue.
+// FrameDecoder (small parts through a 32 KB staging buffer, several per read;
+// large ones straight into their tensor) and frames written with
+// scatter/gather writes from a queue.
 //
 // Every method runs on the transport's io thread (the owner posts to it); the
 // connection is owned by a shared_ptr that its pending operations also hold,
@@ -15,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "actors/distributed/frame_decoder.h"
 #include "actors/distributed/frame_encoder.h"
@@ -80,7 +83,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void StartDeadline(std::chrono::milliseconds timeout, const std::string& what);
   void CheckIdle();
   void ReadMore();
-  void OnRead(const boost::system::error_code& error, size_t bytes);
+  void OnRead(const boost::system::error_code& error, size_t bytes, bool staged);
+  void DeliverFrames();
   void WriteQueued();
   void FailHandshake(const std::string& why);
 
@@ -101,6 +105,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Mac mac_out_{};
   HandshakeDone client_done_;
   std::optional<FrameDecoder> decoder_;  // from the end of the handshake
+  std::vector<uint8_t> staging_;         // from the end of the handshake
   std::chrono::steady_clock::time_point last_read_;
   std::deque<Pending> queue_;
   size_t in_flight_ = 0;  // frames at the queue's front being written
