@@ -53,7 +53,8 @@ Connection::Connection(ConnectionOwner& owner, asio::ip::tcp::socket socket, Con
 }
 
 std::string Connection::Describe() const {
-  if (!open_) return peer_.address;
+  // An outgoing connection's peer (a server) says nothing about itself.
+  if (!open_ || !incoming_) return peer_.address;
   return StrCat(RoleName(peer_.hello.role), " ", peer_.hello.id, " at ", peer_.address);
 }
 
@@ -110,7 +111,6 @@ void Connection::OnClientMac() {
 
 void Connection::StartClient(const Hello& hello, HandshakeDone done) {
   client_done_ = std::move(done);
-  peer_.hello = hello;  // replaced by what the server is, once known: the same role names us
   hello_bytes_ = EncodeHello(hello);
   StartDeadline(owner_.options().handshake_timeout, "the handshake");
   asio::async_write(socket_, asio::buffer(hello_bytes_),

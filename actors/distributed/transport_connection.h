@@ -66,7 +66,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // Client: the handshake failed over the token (retrying will not help).
   bool token_refused() const { return token_refused_; }
   const PeerInfo& peer() const { return peer_; }
-  // "trainer 1 at 127.0.0.1:5000" once the hello is known, else the address.
+  // "trainer 1 at 127.0.0.1:5000" for an open incoming connection, else the address.
   std::string Describe() const;
 
  private:

@@ -37,7 +37,9 @@ using ConnectionId = uint64_t;
 
 // Who is at the other end of an open connection.
 struct PeerInfo {
-  Hello hello;          // the role and id the peer announced (and proved with the token)
+  // Incoming: the role and id the peer announced (and proved with the token).
+  // Outgoing: default (a server announces nothing; the address names it).
+  Hello hello;
   std::string address;  // "ip:port"
   bool incoming = false;
 };

@@ -294,8 +294,13 @@ TEST(TransportTest, SendingOnAClosedConnectionReportsNotWritten) {
   auto server = std::make_unique<EchoServer>();
   Transport client(TestTransportOptions(), inbox.Callbacks());
   const ConnectionId to = client.Connect(Loopback(server->port()), Hello{}, 10s);
+  const uint16_t port = server->port();
   server.reset();  // closes its end
-  ASSERT_TRUE(inbox.PopClose(10s).has_value());
+  const auto why = inbox.PopClose(10s);
+  ASSERT_TRUE(why.has_value());
+  // The server is named by its address (we announced ourselves, not it).
+  EXPECT_NE(why->find(StrCat("127.0.0.1:", port)), std::string::npos) << *why;
+  EXPECT_EQ(why->find("trainer"), std::string::npos) << *why;
   std::promise<bool> result;
   client.Send(to, EncodeHeartbeatFrame(), [&](bool ok) { result.set_value(ok); });
   auto future = result.get_future();
