@@ -1,5 +1,6 @@
 #include "actors/distributed/transport_connection.h"
 
+#include <boost/asio/completion_condition.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/write.hpp>
 #include <cstring>
@@ -36,6 +37,8 @@ const char* RoleName(PeerRole role) {
 constexpr size_t kMaxFramesPerWrite = 64;
 // Per open connection: reads of small frame parts go here first.
 constexpr size_t kStagingBytes = 32 << 10;
+// A read straight into a tensor completes after at least this much (or the rest).
+constexpr size_t kDirectReadBatch = 256 << 10;
 
 }  // namespace
 
@@ -214,11 +217,18 @@ void Connection::ReadMore() {
     return Close(StrCat("cannot receive from ", Describe(), ": ", failure.what()));
   }
   const bool staged = next.size() < staging_.size();
-  const auto target = staged ? asio::buffer(staging_) : asio::buffer(next.data(), next.size());
-  socket_.async_read_some(
-      target, [self = shared_from_this(), staged](const error_code& error, size_t bytes) {
-        self->OnRead(error, bytes, staged);
-      });
+  if (staged) {
+    socket_.async_read_some(asio::buffer(staging_),
+                            [self = shared_from_this()](const error_code& error, size_t bytes) {
+                              self->OnRead(error, bytes, true);
+                            });
+    return;
+  }
+  asio::async_read(socket_, asio::buffer(next.data(), next.size()),
+                   asio::transfer_at_least(std::min(next.size(), kDirectReadBatch)),
+                   [self = shared_from_this()](const error_code& error, size_t bytes) {
+                     self->OnRead(error, bytes, false);
+                   });
 }
 
 void Connection::OnRead(const error_code& error, size_t bytes, bool staged) {

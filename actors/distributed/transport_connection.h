@@ -1,7 +1,8 @@
 // One TCP connection of a Transport, after accept or connect: the handshake
 // (actors/distributed/handshake.h) under a deadline, then frames read through a
 // FrameDecoder (small parts through a 32 KB staging buffer, several per read;
-// large ones straight into their tensor) and frames written with
+// large ones straight into their tensor, 256 KB or more per completed read)
+// and frames written with
 // scatter/gather writes from a queue.
 //
 // Every method runs on the transport's io thread (the owner posts to it); the

@@ -23,7 +23,8 @@ struct TransportOptions {
   // From accept to the end of the handshake; then the connection is closed.
   std::chrono::milliseconds handshake_timeout{5000};
   // An open connection on which nothing arrives for this long is closed
-  // (peers send heartbeats far more often).
+  // (peers send heartbeats far more often). A large payload is read in
+  // batches of 256 KB (or its rest): it must arrive at least that fast.
   std::chrono::milliseconds idle_timeout{60000};
   // Incoming connections, open or in their handshake, in all and per remote
   // address; and those in their handshake per remote address. Beyond them a
