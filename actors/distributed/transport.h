@@ -15,7 +15,9 @@
 //
 // Thread-safety: Listen, Connect, Send, Close and stats may be called from any
 // thread; Connect blocks (never call it from a callback or an actor's
-// handler). Callbacks run on the transport's thread, one at a time.
+// handler). Callbacks run on the transport's thread, one at a time. Destroy a
+// transport from another thread than its own (never from a callback): the
+// destructor joins that thread.
 #pragma once
 
 #include <chrono>
