@@ -13,7 +13,7 @@
 # <folder>; the layer's public headers are <folder>/include/rill/*.h, included
 # as "rill/<name>.h" by the layers above and, once installed, by users.
 # EXTERNAL names packages as tools/check_layers.py knows them (CAF, Boost,
-# CUDA, OpenBLAS, Protobuf, ZLIB, nlohmann_json, ...); a layer may use what it and the layers
+# CUDA, OpenBLAS, OpenSSL, Protobuf, ZLIB, nlohmann_json, ...); a layer may use what it and the layers
 # below it declare.
 
 # What every layer compiles with: the tree's root and the build tree (internal
@@ -39,6 +39,8 @@ function(rill_use_package target scope package)
   elseif(package STREQUAL "OpenBLAS")
     target_include_directories(${target} SYSTEM ${scope} ${OpenBLAS_INCLUDE_DIRS})
     target_link_libraries(${target} ${scope} ${OpenBLAS_LIBRARIES})
+  elseif(package STREQUAL "OpenSSL")
+    target_link_libraries(${target} ${scope} OpenSSL::Crypto)
   elseif(package STREQUAL "ZLIB")
     target_link_libraries(${target} ${scope} ZLIB::ZLIB)
   elseif(package STREQUAL "nlohmann_json")

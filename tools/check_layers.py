@@ -26,7 +26,7 @@ EXTERNAL = {
     'caf': 'CAF', 'boost': 'Boost', 'google': 'Protobuf', 'gloo': 'Gloo', 'tbb': 'TBB',
     'oneapi': 'TBB', 'cub': 'CUDA', 'thrust': 'CUDA', 'cuda_runtime.h': 'CUDA', 'cuda.h': 'CUDA',
     'cuda_runtime_api.h': 'CUDA', 'cublas_v2.h': 'CUDA', 'curand.h': 'CUDA', 'nccl.h': 'CUDA',
-    'cuda_fp16.h': 'CUDA', 'cblas.h': 'OpenBLAS', 'zlib.h': 'ZLIB', 'pybind11': 'pybind11',
+    'cuda_fp16.h': 'CUDA', 'cblas.h': 'OpenBLAS', 'zlib.h': 'ZLIB', 'openssl': 'OpenSSL', 'pybind11': 'pybind11',
     'nlohmann': 'nlohmann_json', 'CLI': 'CLI11', 'gtest': 'GTest', 'gmock': 'GTest',
 }
 SOURCE_SUFFIXES = ('.h', '.cc', '.cu', '.cuh')

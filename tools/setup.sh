@@ -15,6 +15,7 @@ packages=(
   clang libclang-rt-14-dev
   python3 python3-numpy
   zlib1g-dev
+  libssl-dev  # libcrypto: HMAC-SHA256 in the transport's handshake
   iproute2  # ip netns, for tests/tools/netns_test.sh
   dataset-fashion-mnist
 )

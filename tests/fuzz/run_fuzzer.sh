@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds a fuzzer with clang (libFuzzer + ASan + UBSan) in build-fuzz and runs
 # it for $1 seconds (default 60) on a copy of its seed corpus:
-#   tests/fuzz/run_fuzzer.sh [SECONDS] [program_fuzzer|npy_fuzzer|wire_fuzzer]
+#   tests/fuzz/run_fuzzer.sh [SECONDS] [program_fuzzer|npy_fuzzer|wire_fuzzer|frame_fuzzer]
 # Exits non-zero when the fuzzer finds a crash; the input that caused it is
 # saved under build-fuzz/fuzz-artifacts/ (replay: build-fuzz/tests/fuzz/FUZZER FILE).
 # Environment: RILL_FUZZ_BUILD_DIR (default build-fuzz), RILL_JOBS (compile jobs).
@@ -14,7 +14,8 @@ case "$fuzzer" in
   program_fuzzer) corpus=tests/fuzz/corpus; extra=(-dict=tests/fuzz/program.dict) ;;
   npy_fuzzer) corpus=tests/fuzz/npy_corpus; extra=() ;;
   wire_fuzzer) corpus=tests/fuzz/wire_corpus; extra=() ;;
-  *) echo "run_fuzzer.sh: unknown fuzzer '$fuzzer' (program_fuzzer, npy_fuzzer or wire_fuzzer)" >&2; exit 2 ;;
+  frame_fuzzer) corpus=tests/fuzz/frame_corpus; extra=() ;;
+  *) echo "run_fuzzer.sh: unknown fuzzer '$fuzzer' (program_fuzzer, npy_fuzzer, wire_fuzzer or frame_fuzzer)" >&2; exit 2 ;;
 esac
 
 options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_BUILD_FUZZERS=ON -DRILL_BUILD_TESTS=OFF

@@ -1,0 +1,104 @@
+// Helpers for the transport's tests: an inbox that the transport's callbacks
+// fill, an echo server, and a raw socket that behaves as a careless or
+// hostile peer would. Every wait takes a timeout.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "actors/distributed/transport.h"
+
+namespace rill::testing {
+
+using namespace std::chrono_literals;
+
+constexpr char kToken[] = "the job's token";
+
+// Options for tests: the token above and short deadlines.
+TransportOptions TestTransportOptions();
+
+// What a transport's callbacks delivered, for a test thread to wait on.
+class Inbox {
+ public:
+  TransportCallbacks Callbacks();
+  std::optional<std::pair<ConnectionId, ReceivedFrame>> PopFrame(std::chrono::milliseconds timeout);
+  std::optional<PeerInfo> PopOpen(std::chrono::milliseconds timeout);
+  std::optional<std::string> PopClose(std::chrono::milliseconds timeout);
+
+ private:
+  template <class T>
+  std::optional<T> Pop(std::deque<T>& queue, std::chrono::milliseconds timeout);
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::pair<ConnectionId, ReceivedFrame>> frames_;
+  std::deque<PeerInfo> opens_;
+  std::deque<std::string> closes_;
+};
+
+// Answers every message frame with a VALUE of the same var, step + 1 and the same payload.
+class EchoServer {
+ public:
+  explicit EchoServer(TransportOptions options = TestTransportOptions());
+  uint16_t port() const { return port_; }
+  Transport& transport() { return *transport_; }
+
+ private:
+  std::unique_ptr<Transport> transport_;
+  uint16_t port_ = 0;
+};
+
+// Connects a fresh client to 127.0.0.1:port, sends a float32 tensor and
+// checks that the echo comes back with the same bytes (gtest failures
+// otherwise). True when it did.
+bool EchoesATensor(uint16_t port);
+
+// Waits until `condition` holds, checking every few ms, at most `timeout`.
+template <class Condition>
+bool WaitFor(Condition condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(2ms);
+  }
+  return true;
+}
+
+// A plain TCP client on loopback, for sending what a Rill peer never would.
+class RawSocket {
+ public:
+  explicit RawSocket(uint16_t port);  // connects; check connected()
+  ~RawSocket();
+  RawSocket(const RawSocket&) = delete;
+  RawSocket& operator=(const RawSocket&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  bool Write(const void* data, size_t size);
+  bool Write(const std::vector<uint8_t>& bytes) { return Write(bytes.data(), bytes.size()); }
+  // Reads exactly `size` bytes; false on close, error or timeout.
+  bool ReadExactly(void* out, size_t size, std::chrono::milliseconds timeout);
+  // True when the server closes the connection within `timeout` (bytes it
+  // sends before are skipped).
+  bool ClosedByPeerWithin(std::chrono::milliseconds timeout);
+
+ private:
+  int fd_ = -1;
+};
+
+// Opens a connection as a trainer that holds `token` (the handshake by hand).
+// True when the server proved the same token.
+bool RawHandshake(RawSocket& socket, const std::string& token);
+
+// Resident memory of this process in bytes (from /proc/self/statm).
+size_t ResidentBytes();
+
+}  // namespace rill::testing
