@@ -1,0 +1,101 @@
+"""Layers with the names and arguments of Fluid's `fluid.layers`, for the ops
+Rill has. Each appends to the current program (see rill.program_guard) through
+Rill's Builder and returns a rill.Variable; shapes are inferred as each op is
+appended, so a mismatch raises at the line that made it.
+"""
+import numpy as np
+
+from rill.framework import Variable, current_builder
+
+
+def _dtype_name(dtype):
+    return np.dtype(dtype).name
+
+
+def _wrap(var, builder):
+    return Variable(var, builder)
+
+
+def data(name, shape, dtype="float32", append_batch_size=True):
+    """A fed input `name` of `shape`; with append_batch_size a batch dimension
+    (-1) goes first. No gradient flows into it."""
+    shape = list(shape)
+    if append_batch_size:
+        shape = [-1] + shape
+    builder = current_builder()
+    return _wrap(builder.data(name, shape, _dtype_name(dtype)), builder)
+
+
+def fc(input, size, num_flatten_dims=1, act=None):
+    """A fully connected layer: `input` flattened after num_flatten_dims dims,
+    times a [in, size] weight (Xavier-uniform), plus a zero-initialised bias,
+    then `act` ("relu", "sigmoid", "tanh", "softmax" or None)."""
+    return _wrap(input.block.fc(input._var, size, act or "", num_flatten_dims), input.block)
+
+
+def _activation(x, act):
+    return _wrap(x.block.activate(x._var, act), x.block)
+
+
+def relu(x):
+    """max(x, 0) elementwise."""
+    return _activation(x, "relu")
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)) elementwise."""
+    return _activation(x, "sigmoid")
+
+
+def tanh(x):
+    """tanh(x) elementwise."""
+    return _activation(x, "tanh")
+
+
+def softmax(input):
+    """Softmax over the last dimension."""
+    return _activation(input, "softmax")
+
+
+def cross_entropy(input, label):
+    """-log(input[label]) per row of probabilities `input`, int64 labels [N, 1]."""
+    return _wrap(input.block.cross_entropy(input._var, label._var), input.block)
+
+
+def softmax_with_cross_entropy(logits, label):
+    """The per-example loss [N, 1] of unnormalised `logits` and int64 labels [N, 1]."""
+    return _wrap(logits.block.softmax_with_cross_entropy(logits._var, label._var), logits.block)
+
+
+def mean(x):
+    """The mean of all elements of `x`: a [1] variable."""
+    return _wrap(x.block.mean(x._var), x.block)
+
+
+def accuracy(input, label, k=1):
+    """Top-k accuracy of predictions [N, C] against int64 labels [N, 1]: a [1] float."""
+    return _wrap(input.block.accuracy(input._var, label._var, k), input.block)
+
+
+def _elementwise(method, x, y, axis):
+    return _wrap(getattr(x.block, method)(x._var, y._var, axis), x.block)
+
+
+def elementwise_add(x, y, axis=-1):
+    """x + y, y broadcast from dimension `axis` of x (-1: aligned to x's last dims)."""
+    return _elementwise("add", x, y, axis)
+
+
+def elementwise_sub(x, y, axis=-1):
+    """x - y, broadcast as elementwise_add."""
+    return _elementwise("sub", x, y, axis)
+
+
+def elementwise_mul(x, y, axis=-1):
+    """x * y, broadcast as elementwise_add."""
+    return _elementwise("mul", x, y, axis)
+
+
+def elementwise_div(x, y, axis=-1):
+    """x / y, broadcast as elementwise_add."""
+    return _elementwise("div", x, y, axis)
