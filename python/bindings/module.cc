@@ -128,6 +128,8 @@ void BindBuilder(py::module_& module) {
            [](B& b, const std::string& name, const Shape& shape, const std::string& dtype) {
              return b.Data(name, shape, ParseDataType(dtype));
            })
+      .def("main_program", &B::main, py::return_value_policy::reference)
+      .def("startup_program", &B::startup, py::return_value_policy::reference)
       .def("lookup", &B::Lookup)
       .def("fc",
            [](B& b, const Var& x, int size, const std::string& act, int num_flatten_dims) {
