@@ -9,6 +9,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,13 +79,21 @@ std::vector<Place> PlacesFrom(const py::object& places) {
 // The reference executor, with one prepared block per (program, scope) it has
 // run. A program changed since it was prepared (compared by its encoding) is
 // prepared again. An entry holds the Python program and scope, so neither
-// dies while the executor can still run them.
+// dies while the executor can still run them. Python threads may share it:
+// their runs take turns.
 class PythonExecutor {
  public:
   explicit PythonExecutor(const std::string& place) : executor_(Place::Parse(place)) {}
 
   py::list Run(const py::object& program_object, const py::object& scope_object,
                const py::dict& feed, const std::vector<std::string>& fetches) {
+    // One run at a time: a prepared block is not reentrant. Taken without the
+    // GIL, so a thread running a step can take the GIL back when it ends.
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    {
+      py::gil_scoped_release released;
+      lock.lock();
+    }
     const Program& program = program_object.cast<const Program&>();
     Scope& scope = scope_object.cast<Scope&>();
     Entry& entry = entries_[{&program, &scope}];
@@ -111,6 +120,7 @@ class PythonExecutor {
     std::string encoding;
     py::object program, scope;
   };
+  std::mutex mutex_;  // held by the one thread running a step
   Executor executor_;
   std::map<std::pair<const Program*, const Scope*>, Entry> entries_;
 };

@@ -90,7 +90,10 @@ void BindProgram(py::module_& module) {
       .def(
           "serialize", [](const Program& p) { return py::bytes(p.desc().SerializeAsString()); },
           "The ProgramDesc's binary protobuf encoding.")
-      .def("clone_for_test", &Program::CloneForTest)
+      .def(
+          "clone", [](const Program& p, bool for_test) { return for_test ? p.CloneForTest() : p; },
+          py::arg("for_test") = false,
+          "A copy; for_test switches dropout to its inference behaviour (Program::CloneForTest).")
       .def(
           "save", [](const Program& p, const std::string& path) { SaveProgram(p.desc(), path); },
           py::arg("path"), "Writes a program file (.pbtxt: text, else binary).")

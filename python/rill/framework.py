@@ -36,8 +36,8 @@ class Variable:
         return self._var.dtype
 
     @property
-    def block(self):
-        """The Builder of the programs this variable belongs to."""
+    def builder(self):
+        """The rill._core.Builder of the programs this variable belongs to."""
         return self._builder
 
     def _binary(self, method, other):

@@ -30,11 +30,11 @@ def fc(input, size, num_flatten_dims=1, act=None):
     """A fully connected layer: `input` flattened after num_flatten_dims dims,
     times a [in, size] weight (Xavier-uniform), plus a zero-initialised bias,
     then `act` ("relu", "sigmoid", "tanh", "softmax" or None)."""
-    return _wrap(input.block.fc(input._var, size, act or "", num_flatten_dims), input.block)
+    return _wrap(input.builder.fc(input._var, size, act or "", num_flatten_dims), input.builder)
 
 
 def _activation(x, act):
-    return _wrap(x.block.activate(x._var, act), x.block)
+    return _wrap(x.builder.activate(x._var, act), x.builder)
 
 
 def relu(x):
@@ -59,26 +59,26 @@ def softmax(input):
 
 def cross_entropy(input, label):
     """-log(input[label]) per row of probabilities `input`, int64 labels [N, 1]."""
-    return _wrap(input.block.cross_entropy(input._var, label._var), input.block)
+    return _wrap(input.builder.cross_entropy(input._var, label._var), input.builder)
 
 
 def softmax_with_cross_entropy(logits, label):
     """The per-example loss [N, 1] of unnormalised `logits` and int64 labels [N, 1]."""
-    return _wrap(logits.block.softmax_with_cross_entropy(logits._var, label._var), logits.block)
+    return _wrap(logits.builder.softmax_with_cross_entropy(logits._var, label._var), logits.builder)
 
 
 def mean(x):
     """The mean of all elements of `x`: a [1] variable."""
-    return _wrap(x.block.mean(x._var), x.block)
+    return _wrap(x.builder.mean(x._var), x.builder)
 
 
 def accuracy(input, label, k=1):
     """Top-k accuracy of predictions [N, C] against int64 labels [N, 1]: a [1] float."""
-    return _wrap(input.block.accuracy(input._var, label._var, k), input.block)
+    return _wrap(input.builder.accuracy(input._var, label._var, k), input.builder)
 
 
 def _elementwise(method, x, y, axis):
-    return _wrap(getattr(x.block, method)(x._var, y._var, axis), x.block)
+    return _wrap(getattr(x.builder, method)(x._var, y._var, axis), x.builder)
 
 
 def elementwise_add(x, y, axis=-1):

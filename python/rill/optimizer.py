@@ -8,7 +8,7 @@ from rill import _core
 def append_backward(loss, no_grad_set=None):
     """Appends the gradient ops of everything `loss` (one float element)
     depends on to its program; returns [(parameter name, gradient name)]."""
-    return _core.append_backward(loss.block.main_program(), loss.name, set(no_grad_set or ()))
+    return _core.append_backward(loss.builder.main_program(), loss.name, set(no_grad_set or ()))
 
 
 class _Optimizer:
@@ -17,7 +17,7 @@ class _Optimizer:
 
     def minimize(self, loss):
         """Appends backward and the updates; returns [(parameter name, gradient name)]."""
-        return self._optimizer.minimize(loss.block, loss._var)
+        return self._optimizer.minimize(loss.builder, loss._var)
 
     @property
     def learning_rate_var(self):

@@ -1,6 +1,7 @@
 """Running from Python: errors raise a rill.Error subclass with Rill's message
 and leave the executor usable; fetched arrays own their memory."""
 import gc
+import threading
 
 import numpy as np
 import pytest
@@ -166,3 +167,25 @@ def test_non_contiguous_feeds_are_read_in_logical_order():
     assert not data.flags.c_contiguous
     got = rill.Executor().run(main, feed={"x": data}, fetch_list=[out], scope=rill.Scope())[0]
     np.testing.assert_array_equal(got, data * 2)
+
+
+def test_threads_sharing_an_executor_get_the_sequential_numbers():
+    main, startup, loss = build()
+
+    def train(exe, scope, out):
+        rill.Executor().run(startup, scope=scope)
+        out.extend(exe.run(main, feed=feed(step), fetch_list=[loss], scope=scope)[0][0]
+                   for step in range(5))
+
+    want = []
+    train(rill.Executor(), rill.Scope(), want)
+    shared = rill.Executor()
+    results = [[] for _ in range(4)]
+    threads = [threading.Thread(target=train, args=(shared, rill.Scope(), out)) for out in results]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+        assert not thread.is_alive()
+    for got in results:
+        np.testing.assert_array_equal(np.array(got, np.float32), np.array(want, np.float32))
