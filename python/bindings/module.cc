@@ -140,6 +140,24 @@ void BindBuilder(py::module_& module) {
            })
       .def("activate", [](B& b, const Var& x,
                           const std::string& act) { return b.Activate(x, ParseActivation(act)); })
+      .def("conv2d",
+           [](B& b, const Var& x, int filters, int kernel_size, int stride, int padding,
+              const std::string& act, int groups) {
+             return b.Conv2d(x, filters, kernel_size, stride, padding, ParseActivation(act),
+                             groups);
+           })
+      .def("pool2d", &B::Pool2d)
+      .def("dropout", &B::Dropout)
+      .def("embedding",
+           [](B& b, const Var& ids, int64_t vocab, int64_t dim, const std::string& dtype,
+              bool is_sparse) {
+             return b.Embedding(ids, vocab, dim, ParseDataType(dtype), is_sparse);
+           })
+      .def("reshape", &B::Reshape)
+      .def("concat", &B::Concat)
+      .def("split", &B::Split)
+      .def("transpose", &B::Transpose)
+      .def("scale", &B::Scale)
       .def("cross_entropy", &B::CrossEntropy)
       .def("softmax_with_cross_entropy", &B::SoftmaxWithCrossEntropy)
       .def("mean", &B::Mean)

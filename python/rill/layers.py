@@ -16,7 +16,7 @@ def _wrap(var, builder):
     return Variable(var, builder)
 
 
-def data(name, shape, dtype="float32", append_batch_size=True):
+def data(name, shape, append_batch_size=True, dtype="float32"):
     """A fed input `name` of `shape`; with append_batch_size a batch dimension
     (-1) goes first. No gradient flows into it."""
     shape = list(shape)
@@ -99,3 +99,61 @@ def elementwise_mul(x, y, axis=-1):
 def elementwise_div(x, y, axis=-1):
     """x / y, broadcast as elementwise_add."""
     return _elementwise("div", x, y, axis)
+
+
+def conv2d(input, num_filters, filter_size, stride=1, padding=0, groups=None, act=None):
+    """A 2-D convolution of NCHW `input` with num_filters square filters of
+    filter_size (Xavier-uniform), plus a zero-initialised bias, then `act`."""
+    return _wrap(input.builder.conv2d(input._var, num_filters, filter_size, stride, padding,
+                                      act or "", groups or 1), input.builder)
+
+
+def pool2d(input, pool_size, pool_type="max", pool_stride=1, pool_padding=0):
+    """Square pooling windows ("max" or "avg") over NCHW `input`."""
+    return _wrap(input.builder.pool2d(input._var, pool_size, pool_type, pool_stride, pool_padding),
+                 input.builder)
+
+
+def dropout(x, dropout_prob):
+    """Zeroes each element with probability dropout_prob while training (the
+    kept ones scaled by 1 / (1 - dropout_prob)); Program.clone(for_test=True)
+    turns it off."""
+    return _wrap(x.builder.dropout(x._var, dropout_prob), x.builder)
+
+
+def embedding(input, size, is_sparse=False, dtype="float32"):
+    """Rows of a [size[0], size[1]] table picked by int64 ids; with is_sparse
+    the table's gradient holds only the looked-up rows."""
+    vocab, dim = size
+    return _wrap(input.builder.embedding(input._var, vocab, dim, _dtype_name(dtype), is_sparse),
+                 input.builder)
+
+
+def reshape(x, shape):
+    """The same elements in `shape` (one dimension may be -1)."""
+    return _wrap(x.builder.reshape(x._var, list(shape)), x.builder)
+
+
+def concat(input, axis=0):
+    """The variables of the list `input` joined along `axis`."""
+    builder = input[0].builder
+    return _wrap(builder.concat([v._var for v in input], axis), builder)
+
+
+def split(input, num_or_sections, dim=-1):
+    """`input` cut into num_or_sections equal parts along `dim` (an int: Rill
+    has no uneven sections)."""
+    if not isinstance(num_or_sections, int):
+        raise TypeError("split: num_or_sections must be an int (Rill splits into equal parts)")
+    parts = input.builder.split(input._var, num_or_sections, dim)
+    return [_wrap(part, input.builder) for part in parts]
+
+
+def transpose(x, perm):
+    """x with its dimensions permuted: output dim i is input dim perm[i]."""
+    return _wrap(x.builder.transpose(x._var, list(perm)), x.builder)
+
+
+def scale(x, scale=1.0, bias=0.0):
+    """scale * x + bias elementwise."""
+    return _wrap(x.builder.scale(x._var, scale, bias), x.builder)

@@ -73,6 +73,29 @@ const std::map<std::string, std::function<void(Builder&)>>& Cases() {
          b.Add(x, bias, 1);
          b.Mul(b.Add(x, y), y);  // what x + y, then * y, appends
        }},
+      {"conv_pool",
+       [](Builder& b) {
+         Var image = b.Data("image", {-1, 2, 6, 6});
+         Var c = b.Conv2d(image, 3, 3, 1, 1, Activation::kRelu);
+         b.Pool2d(c, 2, "max", 2, 0);
+         b.Pool2d(c, 3, "avg", 1, 1);
+         b.Conv2d(image, 4, 3, 2, 0, Activation::kNone, 2);
+       }},
+      {"shapes",
+       [](Builder& b) {
+         Var x = b.Data("x", {-1, 6});
+         b.Transpose(b.Reshape(x, {-1, 2, 3}), {0, 2, 1});
+         b.Concat({x, x}, 1);
+         b.Split(x, 3, 1);
+         b.Scale(x, 2.5f, 0.5f);
+         b.Dropout(x, 0.3f);
+       }},
+      {"embedding",
+       [](Builder& b) {
+         Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
+         b.Embedding(ids, 10, 4);
+         b.Embedding(ids, 10, 4, DataType::kFloat64, true);
+       }},
       {"mlp", [](Builder& b) { BuildMlp(b); }},
       {"backward", [](Builder& b) { AppendBackward(&b.main(), BuildMlp(b).name); }},
       {"mlp_sgd", [](Builder& b) { SGD(0.1f).Minimize(b, BuildMlp(b)); }},

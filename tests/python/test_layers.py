@@ -71,7 +71,29 @@ def case_mlp_adam():
     return rill.optimizer.Adam(learning_rate=0.01).minimize(mlp())
 
 
-CASES = {"fc": case_fc, "activations": case_activations, "losses": case_losses,
+def case_conv_pool():
+    image = layers.data("image", shape=[2, 6, 6])
+    c = layers.conv2d(image, num_filters=3, filter_size=3, padding=1, act="relu")
+    return [image, c, layers.pool2d(c, pool_size=2, pool_stride=2),
+            layers.pool2d(c, pool_size=3, pool_type="avg", pool_padding=1),
+            layers.conv2d(image, num_filters=4, filter_size=3, stride=2, groups=2)]
+
+
+def case_shapes():
+    x = layers.data("x", shape=[6])
+    return [layers.transpose(layers.reshape(x, [-1, 2, 3]), perm=[0, 2, 1]),
+            layers.concat([x, x], axis=1), layers.split(x, 3, dim=1),
+            layers.scale(x, scale=2.5, bias=0.5), layers.dropout(x, dropout_prob=0.3)]
+
+
+def case_embedding():
+    ids = layers.data("ids", shape=[1], dtype="int64")
+    return [layers.embedding(ids, size=[10, 4]),
+            layers.embedding(ids, size=[10, 4], is_sparse=True, dtype="float64")]
+
+
+CASES = {"conv_pool": case_conv_pool, "shapes": case_shapes, "embedding": case_embedding,
+         "fc": case_fc, "activations": case_activations, "losses": case_losses,
          "elementwise": case_elementwise, "mlp": mlp, "backward": case_backward,
          "mlp_sgd": case_mlp_sgd, "mlp_adam": case_mlp_adam}
 
@@ -152,6 +174,51 @@ def test_fc_matches_numpy_with_the_scopes_parameters():
     np.testing.assert_allclose(per_row, np.maximum(rows, 0), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(soft, softmax(flat @ scope.get("fc_2.w") + scope.get("fc_2.b")),
                                rtol=1e-5)
+
+
+def test_shape_layers_match_numpy():
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    main, startup, (transposed, joined, parts, scaled, dropped) = build(case_shapes)
+    fetches = [transposed, joined, *parts, scaled, dropped]
+    got = run_once(main, startup, {"x": x}, fetches)[0]
+    np.testing.assert_array_equal(got[0], x.reshape(2, 2, 3).transpose(0, 2, 1))
+    np.testing.assert_array_equal(got[1], np.concatenate([x, x], axis=1))
+    for part, want in zip(got[2:5], np.split(x, 3, axis=1)):
+        np.testing.assert_array_equal(part, want)
+    np.testing.assert_allclose(got[5], 2.5 * x + 0.5, rtol=1e-6)
+    kept = got[6] != 0  # dropout keeps x / 0.7 or zeroes
+    np.testing.assert_allclose(got[6][kept], x[kept] / 0.7, rtol=1e-6)
+    main_test = main.clone(for_test=True)
+    np.testing.assert_array_equal(run_once(main_test, startup, {"x": x}, [dropped])[0][0], x)
+
+
+def test_embedding_picks_the_tables_rows():
+    ids = np.array([[3], [0], [9], [3]], dtype=np.int64)
+    main, startup, (dense, sparse) = build(case_embedding)
+    (got_dense, got_sparse), scope = run_once(main, startup, {"ids": ids}, [dense, sparse])
+    for got, table in ((got_dense, "embedding_0.w"), (got_sparse, "embedding_1.w")):
+        rows = scope.get(table)[ids[:, 0]]
+        np.testing.assert_array_equal(got.reshape(rows.shape), rows)
+    assert got_sparse.dtype == np.float64
+
+
+def test_convolution_and_pooling_match_numpy():
+    rng = np.random.RandomState(4)
+    image_value = rng.randn(2, 2, 6, 6).astype(np.float32)
+    main, startup, (image, c, max_pooled, avg_pooled, _) = build(case_conv_pool)
+    (conv, max_value, avg_value), scope = run_once(main, startup, {"image": image_value},
+                                                   [c, max_pooled, avg_pooled])
+    weight, bias = scope.get("conv2d_0.w"), scope.get("conv2d_0.b")
+    padded = np.pad(image_value.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((2, 3, 6, 6))
+    for i in range(6):
+        for j in range(6):
+            window = padded[:, :, i:i + 3, j:j + 3]
+            want[:, :, i, j] = np.einsum("nchw,fchw->nf", window, weight)
+    want = np.maximum(want + bias.reshape(1, 3, 1, 1), 0)
+    np.testing.assert_allclose(conv, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(max_value, conv.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
+    assert avg_value.shape == (2, 3, 6, 6)
 
 
 def test_operators_need_variables():
