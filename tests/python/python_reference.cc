@@ -100,6 +100,13 @@ const std::map<std::string, std::function<void(Builder&)>>& Cases() {
       {"backward", [](Builder& b) { AppendBackward(&b.main(), BuildMlp(b).name); }},
       {"mlp_sgd", [](Builder& b) { SGD(0.1f).Minimize(b, BuildMlp(b)); }},
       {"mlp_adam", [](Builder& b) { Adam(0.01f).Minimize(b, BuildMlp(b)); }},
+      {"mlp_momentum_l2_clip",
+       [](Builder& b) {
+         Momentum(0.1f, 0.8f, true)
+             .set_l2(1e-3f)
+             .set_clip_global_norm(5.0f)
+             .Minimize(b, BuildMlp(b));
+       }},
   };
   return cases;
 }

@@ -92,7 +92,15 @@ def case_embedding():
             layers.embedding(ids, size=[10, 4], is_sparse=True, dtype="float64")]
 
 
-CASES = {"conv_pool": case_conv_pool, "shapes": case_shapes, "embedding": case_embedding,
+def case_mlp_momentum_l2_clip():
+    optimizer = rill.optimizer.Momentum(
+        learning_rate=0.1, momentum=0.8, use_nesterov=True,
+        regularization=rill.optimizer.L2Decay(1e-3),
+        grad_clip=rill.optimizer.GradientClipByGlobalNorm(5.0))
+    return optimizer.minimize(mlp())
+
+
+CASES = {"mlp_momentum_l2_clip": case_mlp_momentum_l2_clip, "conv_pool": case_conv_pool, "shapes": case_shapes, "embedding": case_embedding,
          "fc": case_fc, "activations": case_activations, "losses": case_losses,
          "elementwise": case_elementwise, "mlp": mlp, "backward": case_backward,
          "mlp_sgd": case_mlp_sgd, "mlp_adam": case_mlp_adam}
