@@ -6,7 +6,9 @@
 // of its code (module.cc), and the executor stays usable.
 #include <pybind11/stl.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -125,6 +127,34 @@ class PythonExecutor {
   std::map<std::pair<const Program*, const Scope*>, Entry> entries_;
 };
 
+// An iteration started by ParallelExecutor.run_async. It holds the executor's
+// Python object: an executor destroyed first would cancel the iteration.
+class PendingRun {
+ public:
+  PendingRun(std::future<std::vector<Tensor>> future, py::object executor)
+      : future_(std::move(future)), executor_(std::move(executor)) {}
+
+  bool Done() const {
+    // An invalid future is one whose result was taken: finished.
+    return !future_.valid() ||
+           future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+  // Waits without the GIL; raises what the iteration failed with. Once only.
+  py::list Result() {
+    RILL_CHECK(future_.valid(), kInvalidArgument, "result() was already taken from this run");
+    std::vector<Tensor> fetched;
+    {
+      py::gil_scoped_release released;
+      fetched = future_.get();
+    }
+    return ArraysFromTensors(fetched);
+  }
+
+ private:
+  std::future<std::vector<Tensor>> future_;
+  py::object executor_;
+};
+
 // The actor executor over a scope the Python object keeps alive.
 class PythonParallelExecutor {
  public:
@@ -149,6 +179,19 @@ class PythonParallelExecutor {
       fetched = executor_->Run(feeds, fetches);
     }
     return ArraysFromTensors(fetched);
+  }
+
+  // Starts one iteration; waits without the GIL while the executor has as
+  // many in flight as it allows.
+  PendingRun RunAsync(const py::object& self, const py::dict& feed,
+                      const std::vector<std::string>& fetches) {
+    FeedList feeds = FeedsFromDict(feed);
+    std::future<std::vector<Tensor>> future;
+    {
+      py::gil_scoped_release released;
+      future = executor_->RunAsync(feeds, fetches);
+    }
+    return PendingRun(std::move(future), self);
   }
 
  private:
@@ -187,7 +230,18 @@ void BindExecutors(py::module_& module) {
   py::class_<PythonParallelExecutor>(module, "ParallelExecutor", "The actor executor.")
       .def(py::init<const Program&, py::object, const py::object&, int>(), py::arg("program"),
            py::arg("scope"), py::arg("places"), py::arg("num_threads") = 0)
-      .def("run", &PythonParallelExecutor::Run, py::arg("feed"), py::arg("fetch_list"));
+      .def("run", &PythonParallelExecutor::Run, py::arg("feed"), py::arg("fetch_list"))
+      .def(
+          "run_async",
+          [](py::object self, const py::dict& feed, const std::vector<std::string>& fetches) {
+            return self.cast<PythonParallelExecutor&>().RunAsync(self, feed, fetches);
+          },
+          py::arg("feed"), py::arg("fetch_list"));
+  py::class_<PendingRun>(module, "PendingRun", "An iteration started by run_async.")
+      .def("done", &PendingRun::Done, "True once the iteration has finished.")
+      .def("result", &PendingRun::Result,
+           "The fetched values as ndarrays, waiting for them (without the GIL); raises what the "
+           "iteration failed with.");
 }
 
 }  // namespace rill::python

@@ -56,3 +56,10 @@ class ParallelExecutor:
         """Runs one step; returns the fetched values as ndarrays (losses averaged
         over the places, per-example values concatenated)."""
         return self._executor.run(dict(feed or {}), _names(fetch_list))
+
+    def run_async(self, fetch_list=None, feed=None):
+        """Starts one step and returns at once (after waiting while as many steps
+        as the executor allows are in flight) with a handle whose result()
+        gives what run() would, and done() says whether it has finished. A bad
+        feed raises here; a failure while the step runs, from result()."""
+        return self._executor.run_async(dict(feed or {}), _names(fetch_list))

@@ -217,3 +217,24 @@ def test_ten_thousand_steps_leak_no_arrays(kind):
         out = run(data, [hidden, loss])
     assert out[0].shape == (64, 256)
     assert resident_kib() - before < 32 * 1024
+
+
+def test_run_async_gives_what_run_gives():
+    main, startup, loss = build()
+    scopes = [rill.Scope(), rill.Scope()]
+    for scope in scopes:
+        rill.Executor().run(startup, scope=scope)
+    synchronous = rill.ParallelExecutor(main, places="cpu:2", scope=scopes[0])
+    asynchronous = rill.ParallelExecutor(main, places="cpu:2", scope=scopes[1])
+    pending = [asynchronous.run_async([loss], feed=feed(step)) for step in range(4)]
+    for step, run in enumerate(pending):
+        want = synchronous.run([loss], feed=feed(step))[0]
+        np.testing.assert_array_equal(run.result()[0], want)
+        assert run.done()
+    with pytest.raises(rill.InvalidArgumentError, match="already taken"):
+        pending[0].result()
+    # A bad feed is refused before the step starts.
+    with pytest.raises(rill.InvalidArgumentError, match=r'feed "x" has shape \[6, 5\]'):
+        asynchronous.run_async([loss], feed=dict(feed(), x=np.zeros((6, 5), np.float32)))
+    np.testing.assert_array_equal(asynchronous.run([loss], feed=feed(9))[0],
+                                  synchronous.run([loss], feed=feed(9))[0])
