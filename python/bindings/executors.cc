@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -221,8 +222,27 @@ void BindScope(py::module_& module) {
 
 }  // namespace
 
+void BindCheckpoints(py::module_& module) {
+  module.def(
+      "save_checkpoint",
+      [](const Program& program, const Scope& scope, const std::string& path,
+         std::optional<int64_t> step) {
+        SaveCheckpoint(program.desc(), scope, path, step.value_or(kNoStep));
+      },
+      py::arg("program"), py::arg("scope"), py::arg("path"), py::arg("step") = py::none());
+  module.def(
+      "load_checkpoint",
+      [](const Program& program, Scope& scope, const std::string& path) -> std::optional<int64_t> {
+        const int64_t step = LoadCheckpoint(program.desc(), &scope, path);
+        if (step == kNoStep) return std::nullopt;
+        return step;
+      },
+      py::arg("program"), py::arg("scope"), py::arg("path"));
+}
+
 void BindExecutors(py::module_& module) {
   BindScope(module);
+  BindCheckpoints(module);
   py::class_<PythonExecutor>(module, "Executor", "The sequential reference executor.")
       .def(py::init<const std::string&>(), py::arg("place") = "cpu")
       .def("run", &PythonExecutor::Run, py::arg("program"), py::arg("scope"), py::arg("feed"),

@@ -29,6 +29,7 @@ from rill import layers
 from rill import optimizer
 from rill.optimizer import SGD, Momentum, Adam, append_backward
 from rill.executor import Executor, ParallelExecutor, global_scope
+from rill.io import save_checkpoint, load_checkpoint
 
 __all__ = [
     "Error", "InvalidArgumentError", "NotFoundError", "OutOfRangeError", "ParseError",
@@ -36,5 +37,5 @@ __all__ = [
     "CancelledError", "Scope", "Program", "Variable", "program_guard", "default_main_program",
     "default_startup_program", "load_program", "save_program", "layers", "optimizer", "SGD",
     "Momentum", "Adam", "append_backward", "Executor", "ParallelExecutor", "global_scope",
-    "version"
+    "save_checkpoint", "load_checkpoint", "version"
 ]

@@ -238,3 +238,25 @@ def test_run_async_gives_what_run_gives():
         asynchronous.run_async([loss], feed=dict(feed(), x=np.zeros((6, 5), np.float32)))
     np.testing.assert_array_equal(asynchronous.run([loss], feed=feed(9))[0],
                                   synchronous.run([loss], feed=feed(9))[0])
+
+
+def test_a_checkpoint_restores_training_bit_for_bit(tmp_path):
+    main, startup, loss = build()
+    exe, trained = rill.Executor(), rill.Scope()
+    exe.run(startup, scope=trained)
+    for step in range(3):
+        exe.run(main, feed=feed(step), fetch_list=[loss], scope=trained)
+    path = str(tmp_path / "at3.ckpt")
+    rill.save_checkpoint(path, program=main, scope=trained, step=3)
+    restored = rill.Scope()
+    assert rill.load_checkpoint(path, program=main, scope=restored) == 3
+    for name in ("fc_0.w", "fc_0.b", "fc_1.w", "fc_1.b"):
+        np.testing.assert_array_equal(restored.get(name), trained.get(name))
+    want = exe.run(main, feed=feed(3), fetch_list=[loss], scope=trained)[0]
+    got = exe.run(main, feed=feed(3), fetch_list=[loss], scope=restored)[0]
+    np.testing.assert_array_equal(got, want)
+    rill.save_checkpoint(str(tmp_path / "no_step.ckpt"), program=main, scope=trained)
+    assert rill.load_checkpoint(str(tmp_path / "no_step.ckpt"), program=main,
+                                scope=rill.Scope()) is None
+    with pytest.raises(rill.IoError, match="missing.ckpt"):
+        rill.load_checkpoint(str(tmp_path / "missing.ckpt"), program=main, scope=rill.Scope())
