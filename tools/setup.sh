@@ -13,7 +13,7 @@ packages=(
   libtbb-dev
   nlohmann-json3-dev libcli11-dev
   clang libclang-rt-14-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-dev pybind11-dev python3-pytest  # the Python front end (python/)
   zlib1g-dev
   libssl-dev  # libcrypto: HMAC-SHA256 in the transport's handshake
   iproute2  # ip netns, for tests/tools/netns_test.sh

@@ -1,0 +1,267 @@
+// rill._core's executors: Scope, the reference Executor and the actor
+// ParallelExecutor, with numpy arrays in and out. Feeds are copied into
+// tensors (the C++ API has no tensor over foreign memory yet) and fetches are
+// copied out, so an array never aliases executor memory. A step runs with the
+// GIL released; a rill::Error it throws comes back as the rill.Error subclass
+// of its code (module.cc), and the executor stays usable.
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "python/bindings/bindings.h"
+
+namespace rill::python {
+
+Tensor TensorFromArray(const std::string& name, const py::array& given) {
+  const py::array array = py::array::ensure(given, py::array::c_style);
+  if (!array) throw py::error_already_set();
+  DataType dtype;
+  const py::dtype type = array.dtype();
+  if (type.is(py::dtype::of<float>())) {
+    dtype = DataType::kFloat32;
+  } else if (type.is(py::dtype::of<double>())) {
+    dtype = DataType::kFloat64;
+  } else if (type.is(py::dtype::of<int32_t>())) {
+    dtype = DataType::kInt32;
+  } else if (type.is(py::dtype::of<int64_t>())) {
+    dtype = DataType::kInt64;
+  } else {
+    Fail(ErrorCode::kInvalidArgument, "feed ", name, ": numpy dtype ",
+         type.attr("name").cast<std::string>(),
+         " has no Rill type (float32, float64, int32 or int64)");
+  }
+  Shape shape(array.shape(), array.shape() + array.ndim());
+  Tensor tensor(dtype, shape);
+  if (tensor.bytes() > 0) std::memcpy(tensor.raw_data(), array.data(), tensor.bytes());
+  return tensor;
+}
+
+py::array ArrayFromTensor(const Tensor& fetched) {
+  RILL_CHECK(fetched.initialized(), kInvalidArgument, "fetched tensor holds no value");
+  const Tensor tensor = fetched.place().host_memory() ? fetched : fetched.CopyTo(Place::Cpu());
+  return VisitDataType(tensor.dtype(), [&]<class T>() -> py::array {
+    py::array_t<T> array(tensor.shape());
+    if (tensor.bytes() > 0) std::memcpy(array.mutable_data(), tensor.raw_data(), tensor.bytes());
+    return array;
+  });
+}
+
+namespace {
+
+FeedList FeedsFromDict(const py::dict& feed) {
+  FeedList feeds;
+  for (const auto& [key, value] : feed) {
+    const std::string name = py::cast<std::string>(key);
+    feeds.emplace_back(name, TensorFromArray(name, py::array::ensure(value)));
+  }
+  return feeds;
+}
+
+py::list ArraysFromTensors(const std::vector<Tensor>& tensors) {
+  py::list out;
+  for (const Tensor& tensor : tensors) out.append(ArrayFromTensor(tensor));
+  return out;
+}
+
+std::vector<Place> PlacesFrom(const py::object& places) {
+  if (py::isinstance<py::str>(places)) return ParsePlaces(places.cast<std::string>());
+  std::vector<Place> out;
+  for (const auto& place : places) out.push_back(Place::Parse(py::cast<std::string>(place)));
+  return out;
+}
+
+// The reference executor, with one prepared block per (program, scope) it has
+// run. A program changed since it was prepared (compared by its encoding) is
+// prepared again. An entry holds the Python program and scope, so neither
+// dies while the executor can still run them. Python threads may share it:
+// their runs take turns.
+class PythonExecutor {
+ public:
+  explicit PythonExecutor(const std::string& place) : executor_(Place::Parse(place)) {}
+
+  py::list Run(const py::object& program_object, const py::object& scope_object,
+               const py::dict& feed, const std::vector<std::string>& fetches) {
+    // One run at a time: a prepared block is not reentrant. Taken without the
+    // GIL, so a thread running a step can take the GIL back when it ends.
+    std::unique_lock<std::mutex> lock(mutex_, std::defer_lock);
+    {
+      py::gil_scoped_release released;
+      lock.lock();
+    }
+    const Program& program = program_object.cast<const Program&>();
+    Scope& scope = scope_object.cast<Scope&>();
+    Entry& entry = entries_[{&program, &scope}];
+    std::string encoding = program.desc().SerializeAsString();
+    if (!entry.block || entry.encoding != encoding) {
+      entry = {};
+      entry.block = executor_.Prepare(program.desc(), &scope);
+      entry.encoding = std::move(encoding);
+      entry.program = program_object;
+      entry.scope = scope_object;
+    }
+    FeedList feeds = FeedsFromDict(feed);
+    std::vector<Tensor> fetched;
+    {
+      py::gil_scoped_release released;
+      fetched = executor_.Run(*entry.block, feeds, fetches);
+    }
+    return ArraysFromTensors(fetched);
+  }
+
+ private:
+  struct Entry {
+    std::unique_ptr<PreparedBlock> block;
+    std::string encoding;
+    py::object program, scope;
+  };
+  std::mutex mutex_;  // held by the one thread running a step
+  Executor executor_;
+  std::map<std::pair<const Program*, const Scope*>, Entry> entries_;
+};
+
+// An iteration started by ParallelExecutor.run_async. It holds the executor's
+// Python object: an executor destroyed first would cancel the iteration.
+class PendingRun {
+ public:
+  PendingRun(std::future<std::vector<Tensor>> future, py::object executor)
+      : future_(std::move(future)), executor_(std::move(executor)) {}
+
+  bool Done() const {
+    // An invalid future is one whose result was taken: finished.
+    return !future_.valid() ||
+           future_.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+  // Waits without the GIL; raises what the iteration failed with. Once only.
+  py::list Result() {
+    RILL_CHECK(future_.valid(), kInvalidArgument, "result() was already taken from this run");
+    std::vector<Tensor> fetched;
+    {
+      py::gil_scoped_release released;
+      fetched = future_.get();
+    }
+    return ArraysFromTensors(fetched);
+  }
+
+ private:
+  std::future<std::vector<Tensor>> future_;
+  py::object executor_;
+};
+
+// The actor executor over a scope the Python object keeps alive.
+class PythonParallelExecutor {
+ public:
+  PythonParallelExecutor(const Program& program, py::object scope, const py::object& places,
+                         int num_threads)
+      : scope_(std::move(scope)) {
+    ParallelExecutorOptions options;
+    options.places = PlacesFrom(places);
+    options.strategy.num_threads = num_threads;
+    executor_ = std::make_unique<ParallelExecutor>(program.desc(), &scope_.cast<Scope&>(), options);
+  }
+  ~PythonParallelExecutor() {
+    py::gil_scoped_release released;  // its threads never take the GIL; do not hold it meanwhile
+    executor_.reset();
+  }
+
+  py::list Run(const py::dict& feed, const std::vector<std::string>& fetches) {
+    FeedList feeds = FeedsFromDict(feed);
+    std::vector<Tensor> fetched;
+    {
+      py::gil_scoped_release released;
+      fetched = executor_->Run(feeds, fetches);
+    }
+    return ArraysFromTensors(fetched);
+  }
+
+  // Starts one iteration; waits without the GIL while the executor has as
+  // many in flight as it allows.
+  PendingRun RunAsync(const py::object& self, const py::dict& feed,
+                      const std::vector<std::string>& fetches) {
+    FeedList feeds = FeedsFromDict(feed);
+    std::future<std::vector<Tensor>> future;
+    {
+      py::gil_scoped_release released;
+      future = executor_->RunAsync(feeds, fetches);
+    }
+    return PendingRun(std::move(future), self);
+  }
+
+ private:
+  py::object scope_;  // declared first: the executor goes before the scope it runs in
+  std::unique_ptr<ParallelExecutor> executor_;
+};
+
+void BindScope(py::module_& module) {
+  py::class_<Scope, std::shared_ptr<Scope>>(module, "Scope", "Variables by name (rill/scope.h).")
+      .def(py::init<>())
+      .def("var_names", &Scope::LocalVarNames)
+      .def("has_var",
+           [](const Scope& s, const std::string& name) { return s.FindVar(name) != nullptr; })
+      .def(
+          "get",
+          [](const Scope& s, const std::string& name) {
+            return ArrayFromTensor(s.GetTensor(name));
+          },
+          py::arg("name"), "A copy of variable `name`'s tensor.")
+      .def(
+          "set",
+          [](Scope& s, const std::string& name, const py::array& value) {
+            *s.Var(name)->mutable_tensor() = TensorFromArray(name, value);
+          },
+          py::arg("name"), py::arg("value"), "Sets variable `name` to a copy of `value`.");
+}
+
+}  // namespace
+
+void BindCheckpoints(py::module_& module) {
+  module.def(
+      "save_checkpoint",
+      [](const Program& program, const Scope& scope, const std::string& path,
+         std::optional<int64_t> step) {
+        SaveCheckpoint(program.desc(), scope, path, step.value_or(kNoStep));
+      },
+      py::arg("program"), py::arg("scope"), py::arg("path"), py::arg("step") = py::none());
+  module.def(
+      "load_checkpoint",
+      [](const Program& program, Scope& scope, const std::string& path) -> std::optional<int64_t> {
+        const int64_t step = LoadCheckpoint(program.desc(), &scope, path);
+        if (step == kNoStep) return std::nullopt;
+        return step;
+      },
+      py::arg("program"), py::arg("scope"), py::arg("path"));
+}
+
+void BindExecutors(py::module_& module) {
+  BindScope(module);
+  BindCheckpoints(module);
+  py::class_<PythonExecutor>(module, "Executor", "The sequential reference executor.")
+      .def(py::init<const std::string&>(), py::arg("place") = "cpu")
+      .def("run", &PythonExecutor::Run, py::arg("program"), py::arg("scope"), py::arg("feed"),
+           py::arg("fetch_list"));
+  py::class_<PythonParallelExecutor>(module, "ParallelExecutor", "The actor executor.")
+      .def(py::init<const Program&, py::object, const py::object&, int>(), py::arg("program"),
+           py::arg("scope"), py::arg("places"), py::arg("num_threads") = 0)
+      .def("run", &PythonParallelExecutor::Run, py::arg("feed"), py::arg("fetch_list"))
+      .def(
+          "run_async",
+          [](py::object self, const py::dict& feed, const std::vector<std::string>& fetches) {
+            return self.cast<PythonParallelExecutor&>().RunAsync(self, feed, fetches);
+          },
+          py::arg("feed"), py::arg("fetch_list"));
+  py::class_<PendingRun>(module, "PendingRun", "An iteration started by run_async.")
+      .def("done", &PendingRun::Done, "True once the iteration has finished.")
+      .def("result", &PendingRun::Result,
+           "The fetched values as ndarrays, waiting for them (without the GIL); raises what the "
+           "iteration failed with.");
+}
+
+}  // namespace rill::python

@@ -1,0 +1,211 @@
+// rill._core: the Python module's C++ half. It binds the public C++ API
+// (rill/rill.h) one call to one call; the Fluid-style names and defaults live
+// in the Python package (python/rill/). This file: the module, its error
+// classes, programs, the builder, backward and the optimizers.
+#include <pybind11/stl.h>
+
+#include <array>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "python/bindings/bindings.h"
+
+namespace rill::python {
+namespace {
+
+constexpr int kErrorCodes = static_cast<int>(ErrorCode::kCancelled) + 1;
+
+// The Python class of each error code (subclasses of rill.Error), created once
+// at import and alive as long as the module (the module holds a reference).
+std::array<PyObject*, kErrorCodes> error_classes = {};
+
+struct ErrorClass {
+  ErrorCode code;
+  const char* name;
+};
+constexpr ErrorClass kErrorClasses[] = {
+    {ErrorCode::kInvalidArgument, "InvalidArgumentError"},
+    {ErrorCode::kNotFound, "NotFoundError"},
+    {ErrorCode::kOutOfRange, "OutOfRangeError"},
+    {ErrorCode::kParse, "ParseError"},
+    {ErrorCode::kUnimplemented, "UnimplementedError"},
+    {ErrorCode::kInternal, "InternalError"},
+    {ErrorCode::kIo, "IoError"},
+    {ErrorCode::kTimeout, "TimeoutError"},
+    {ErrorCode::kUnavailable, "UnavailableError"},
+    {ErrorCode::kCancelled, "CancelledError"},
+};
+
+void BindErrors(py::module_& module) {
+  static py::exception<Error> base(module, "Error");
+  base.doc() =
+      "What a failed Rill call raises; a subclass per error code (rill.NotFoundError, ...).";
+  for (const ErrorClass& error : kErrorClasses) {
+    const std::string qualified = std::string("rill.") + error.name;
+    PyObject* type = PyErr_NewException(qualified.c_str(), base.ptr(), nullptr);
+    if (type == nullptr) throw py::error_already_set();
+    module.add_object(error.name, py::handle(type));  // steals the reference
+    py::handle(type).attr("code") = ErrorCodeName(error.code);
+    error_classes[static_cast<int>(error.code)] = type;
+  }
+  py::register_exception_translator([](std::exception_ptr thrown) {
+    try {
+      if (thrown) std::rethrow_exception(thrown);
+    } catch (const Error& error) {
+      const int code = static_cast<int>(error.code());
+      PyObject* type = code >= 0 && code < kErrorCodes ? error_classes[code] : base.ptr();
+      PyErr_SetString(type, error.what());
+    }
+  });
+}
+
+Activation ParseActivation(const std::string& name) {
+  if (name.empty() || name == "none") return Activation::kNone;
+  if (name == "relu") return Activation::kRelu;
+  if (name == "sigmoid") return Activation::kSigmoid;
+  if (name == "tanh") return Activation::kTanh;
+  if (name == "softmax") return Activation::kSoftmax;
+  Fail(ErrorCode::kInvalidArgument, "unknown activation \"", name,
+       "\" (expected relu, sigmoid, tanh or softmax)");
+}
+
+py::list PairsToList(const std::vector<ParamGrad>& pairs) {
+  py::list out;
+  for (const ParamGrad& pair : pairs) out.append(py::make_tuple(pair.param, pair.grad));
+  return out;
+}
+
+void BindProgram(py::module_& module) {
+  py::class_<Program>(module, "Program", "An owned ProgramDesc (rill/program.h).")
+      .def(py::init<>())
+      .def(
+          "to_string", [](const Program& p) { return FormatProgram(p.desc()); },
+          "One op per line, as `rill print` lists it.")
+      .def(
+          "to_text", [](const Program& p) { return ProgramToText(p.desc()); },
+          "The ProgramDesc in protobuf text format.")
+      .def(
+          "serialize", [](const Program& p) { return py::bytes(p.desc().SerializeAsString()); },
+          "The ProgramDesc's binary protobuf encoding.")
+      .def(
+          "clone", [](const Program& p, bool for_test) { return for_test ? p.CloneForTest() : p; },
+          py::arg("for_test") = false,
+          "A copy; for_test switches dropout to its inference behaviour (Program::CloneForTest).")
+      .def(
+          "save", [](const Program& p, const std::string& path) { SaveProgram(p.desc(), path); },
+          py::arg("path"), "Writes a program file (.pbtxt: text, else binary).")
+      .def_static(
+          "load", [](const std::string& path) { return Program(LoadProgram(path)); },
+          py::arg("path"), "Reads a program file written by save() or rill.")
+      .def_property(
+          "random_seed", [](const Program& p) { return p.desc().random_seed(); },
+          &Program::set_random_seed)
+      .def("num_blocks", [](const Program& p) { return p.desc().blocks_size(); })
+      .def(
+          "op_types",
+          [](const Program& p, int block) {
+            RILL_CHECK(block >= 0 && block < p.desc().blocks_size(), kOutOfRange, "block ", block,
+                       " of a program with ", p.desc().blocks_size(), " blocks");
+            std::vector<std::string> types;
+            for (const auto& op : p.desc().blocks(block).ops()) types.push_back(op.type());
+            return types;
+          },
+          py::arg("block") = 0);
+}
+
+void BindBuilder(py::module_& module) {
+  py::class_<Var>(module, "Var", "A declared variable: name, shape, dtype.")
+      .def_readonly("name", &Var::name)
+      .def_readonly("shape", &Var::shape)
+      .def_property_readonly("dtype", [](const Var& v) { return DataTypeName(v.dtype); });
+
+  using B = Builder;
+  py::class_<B>(module, "Builder",
+                "Appends layers to a main and a startup program (rill/builder.h).")
+      .def(py::init<Program*, Program*, uint64_t>(), py::arg("main"), py::arg("startup"),
+           py::arg("seed") = 0, py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
+      .def("data",
+           [](B& b, const std::string& name, const Shape& shape, const std::string& dtype) {
+             return b.Data(name, shape, ParseDataType(dtype));
+           })
+      .def("main_program", &B::main, py::return_value_policy::reference)
+      .def("startup_program", &B::startup, py::return_value_policy::reference)
+      .def("lookup", &B::Lookup)
+      .def("fc",
+           [](B& b, const Var& x, int size, const std::string& act, int num_flatten_dims) {
+             return b.Fc(x, size, ParseActivation(act), num_flatten_dims);
+           })
+      .def("activate", [](B& b, const Var& x,
+                          const std::string& act) { return b.Activate(x, ParseActivation(act)); })
+      .def("conv2d",
+           [](B& b, const Var& x, int filters, int kernel_size, int stride, int padding,
+              const std::string& act, int groups) {
+             return b.Conv2d(x, filters, kernel_size, stride, padding, ParseActivation(act),
+                             groups);
+           })
+      .def("pool2d", &B::Pool2d)
+      .def("dropout", &B::Dropout)
+      .def("embedding",
+           [](B& b, const Var& ids, int64_t vocab, int64_t dim, const std::string& dtype,
+              bool is_sparse) {
+             return b.Embedding(ids, vocab, dim, ParseDataType(dtype), is_sparse);
+           })
+      .def("reshape", &B::Reshape)
+      .def("concat", &B::Concat)
+      .def("split", &B::Split)
+      .def("transpose", &B::Transpose)
+      .def("scale", &B::Scale)
+      .def("cross_entropy", &B::CrossEntropy)
+      .def("softmax_with_cross_entropy", &B::SoftmaxWithCrossEntropy)
+      .def("mean", &B::Mean)
+      .def("accuracy", &B::Accuracy)
+      .def("add", &B::Add)
+      .def("sub", &B::Sub)
+      .def("mul", &B::Mul)
+      .def("div", &B::Div);
+}
+
+void BindTraining(py::module_& module) {
+  module.def(
+      "append_backward",
+      [](Program& program, const std::string& loss, const std::set<std::string>& no_grad) {
+        return PairsToList(AppendBackward(&program, loss, no_grad));
+      },
+      py::arg("program"), py::arg("loss"), py::arg("no_grad") = std::set<std::string>());
+
+  py::class_<Optimizer>(module, "Optimizer", "Backward plus one update op per parameter.")
+      .def("set_l2", &Optimizer::set_l2, py::return_value_policy::reference_internal)
+      .def("set_clip_global_norm", &Optimizer::set_clip_global_norm,
+           py::return_value_policy::reference_internal)
+      .def("minimize", [](Optimizer& o, Builder& b,
+                          const Var& loss) { return PairsToList(o.Minimize(b, loss)); })
+      .def_property_readonly("learning_rate_var", &Optimizer::learning_rate_var);
+  py::class_<SGD, Optimizer>(module, "SGD").def(py::init<float>(), py::arg("learning_rate"));
+  py::class_<Momentum, Optimizer>(module, "Momentum")
+      .def(py::init<float, float, bool>(), py::arg("learning_rate"), py::arg("momentum") = 0.9f,
+           py::arg("use_nesterov") = false);
+  py::class_<Adam, Optimizer>(module, "Adam")
+      .def(py::init<float, float, float, float>(), py::arg("learning_rate"),
+           py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f, py::arg("epsilon") = 1e-8f);
+}
+
+}  // namespace
+
+void BindPrograms(py::module_& module) {
+  BindErrors(module);
+  BindProgram(module);
+  BindBuilder(module);
+  BindTraining(module);
+}
+
+}  // namespace rill::python
+
+PYBIND11_MODULE(_core, module) {
+  module.doc() = "Rill's C++ API, bound for the rill package; import rill, not this.";
+  module.attr("version") = rill::Version();
+  rill::python::BindPrograms(module);
+  rill::python::BindExecutors(module);
+}

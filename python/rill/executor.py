@@ -1,0 +1,65 @@
+"""Running programs: the reference Executor and the actor ParallelExecutor.
+
+`run` takes feeds as {name: ndarray} (copied into Rill tensors; the array's
+dtype must be the variable's) and returns the fetched variables as ndarrays
+that own their memory. The GIL is released while a step runs, so other Python
+threads go on. A failed step raises a rill.Error subclass with Rill's message;
+the executor stays usable.
+"""
+from rill import _core
+from rill.framework import default_main_program
+
+_global_scope = _core.Scope()
+
+
+def global_scope():
+    """The scope executors use when none is given."""
+    return _global_scope
+
+
+def _names(fetch_list):
+    return [f if isinstance(f, str) else f.name for f in (fetch_list or [])]
+
+
+class Executor:
+    """The sequential reference executor (every other executor must match it).
+
+    It prepares each (program, scope) once and again only if the program
+    changed since, and holds both while it lives."""
+
+    def __init__(self, place="cpu"):
+        self._executor = _core.Executor(place)
+
+    def run(self, program=None, feed=None, fetch_list=None, scope=None):
+        """Runs `program` (default: the default main program) once in `scope`
+        (default: global_scope()); returns the fetched values as ndarrays."""
+        program = program if program is not None else default_main_program()
+        scope = scope if scope is not None else _global_scope
+        return self._executor.run(program, scope, dict(feed or {}), _names(fetch_list))
+
+
+class ParallelExecutor:
+    """Rill's actor executor: the program's ops run out of order on a pool of
+    threads, with the numbers of the reference executor. With several places
+    ("cpu:2", or a list such as ["acpu:0", "acpu:1"]) each runs the program on
+    its slice of the batch and the gradients are merged.
+
+    `scope` (default: global_scope()) holds the parameters: run the startup
+    program in it first."""
+
+    def __init__(self, program=None, places="cpu", scope=None, num_threads=0):
+        program = program if program is not None else default_main_program()
+        scope = scope if scope is not None else _global_scope
+        self._executor = _core.ParallelExecutor(program, scope, places, num_threads)
+
+    def run(self, fetch_list=None, feed=None):
+        """Runs one step; returns the fetched values as ndarrays (losses averaged
+        over the places, per-example values concatenated)."""
+        return self._executor.run(dict(feed or {}), _names(fetch_list))
+
+    def run_async(self, fetch_list=None, feed=None):
+        """Starts one step and returns at once (after waiting while as many steps
+        as the executor allows are in flight) with a handle whose result()
+        gives what run() would, and done() says whether it has finished. A bad
+        feed raises here; a failure while the step runs, from result()."""
+        return self._executor.run_async(dict(feed or {}), _names(fetch_list))

@@ -1,0 +1,159 @@
+"""Layers with the names and arguments of Fluid's `fluid.layers`, for the ops
+Rill has. Each appends to the current program (see rill.program_guard) through
+Rill's Builder and returns a rill.Variable; shapes are inferred as each op is
+appended, so a mismatch raises at the line that made it.
+"""
+import numpy as np
+
+from rill.framework import Variable, current_builder
+
+
+def _dtype_name(dtype):
+    return np.dtype(dtype).name
+
+
+def _wrap(var, builder):
+    return Variable(var, builder)
+
+
+def data(name, shape, append_batch_size=True, dtype="float32"):
+    """A fed input `name` of `shape`; with append_batch_size a batch dimension
+    (-1) goes first. No gradient flows into it."""
+    shape = list(shape)
+    if append_batch_size:
+        shape = [-1] + shape
+    builder = current_builder()
+    return _wrap(builder.data(name, shape, _dtype_name(dtype)), builder)
+
+
+def fc(input, size, num_flatten_dims=1, act=None):
+    """A fully connected layer: `input` flattened after num_flatten_dims dims,
+    times a [in, size] weight (Xavier-uniform), plus a zero-initialised bias,
+    then `act` ("relu", "sigmoid", "tanh", "softmax" or None)."""
+    return _wrap(input.builder.fc(input._var, size, act or "", num_flatten_dims), input.builder)
+
+
+def _activation(x, act):
+    return _wrap(x.builder.activate(x._var, act), x.builder)
+
+
+def relu(x):
+    """max(x, 0) elementwise."""
+    return _activation(x, "relu")
+
+
+def sigmoid(x):
+    """1 / (1 + exp(-x)) elementwise."""
+    return _activation(x, "sigmoid")
+
+
+def tanh(x):
+    """tanh(x) elementwise."""
+    return _activation(x, "tanh")
+
+
+def softmax(input):
+    """Softmax over the last dimension."""
+    return _activation(input, "softmax")
+
+
+def cross_entropy(input, label):
+    """-log(input[label]) per row of probabilities `input`, int64 labels [N, 1]."""
+    return _wrap(input.builder.cross_entropy(input._var, label._var), input.builder)
+
+
+def softmax_with_cross_entropy(logits, label):
+    """The per-example loss [N, 1] of unnormalised `logits` and int64 labels [N, 1]."""
+    return _wrap(logits.builder.softmax_with_cross_entropy(logits._var, label._var), logits.builder)
+
+
+def mean(x):
+    """The mean of all elements of `x`: a [1] variable."""
+    return _wrap(x.builder.mean(x._var), x.builder)
+
+
+def accuracy(input, label, k=1):
+    """Top-k accuracy of predictions [N, C] against int64 labels [N, 1]: a [1] float."""
+    return _wrap(input.builder.accuracy(input._var, label._var, k), input.builder)
+
+
+def _elementwise(method, x, y, axis):
+    return _wrap(getattr(x.builder, method)(x._var, y._var, axis), x.builder)
+
+
+def elementwise_add(x, y, axis=-1):
+    """x + y, y broadcast from dimension `axis` of x (-1: aligned to x's last dims)."""
+    return _elementwise("add", x, y, axis)
+
+
+def elementwise_sub(x, y, axis=-1):
+    """x - y, broadcast as elementwise_add."""
+    return _elementwise("sub", x, y, axis)
+
+
+def elementwise_mul(x, y, axis=-1):
+    """x * y, broadcast as elementwise_add."""
+    return _elementwise("mul", x, y, axis)
+
+
+def elementwise_div(x, y, axis=-1):
+    """x / y, broadcast as elementwise_add."""
+    return _elementwise("div", x, y, axis)
+
+
+def conv2d(input, num_filters, filter_size, stride=1, padding=0, groups=None, act=None):
+    """A 2-D convolution of NCHW `input` with num_filters square filters of
+    filter_size (Xavier-uniform), plus a zero-initialised bias, then `act`."""
+    return _wrap(input.builder.conv2d(input._var, num_filters, filter_size, stride, padding,
+                                      act or "", groups or 1), input.builder)
+
+
+def pool2d(input, pool_size, pool_type="max", pool_stride=1, pool_padding=0):
+    """Square pooling windows ("max" or "avg") over NCHW `input`."""
+    return _wrap(input.builder.pool2d(input._var, pool_size, pool_type, pool_stride, pool_padding),
+                 input.builder)
+
+
+def dropout(x, dropout_prob):
+    """Zeroes each element with probability dropout_prob while training (the
+    kept ones scaled by 1 / (1 - dropout_prob)); Program.clone(for_test=True)
+    turns it off."""
+    return _wrap(x.builder.dropout(x._var, dropout_prob), x.builder)
+
+
+def embedding(input, size, is_sparse=False, dtype="float32"):
+    """Rows of a [size[0], size[1]] table picked by int64 ids; with is_sparse
+    the table's gradient holds only the looked-up rows."""
+    vocab, dim = size
+    return _wrap(input.builder.embedding(input._var, vocab, dim, _dtype_name(dtype), is_sparse),
+                 input.builder)
+
+
+def reshape(x, shape):
+    """The same elements in `shape` (one dimension may be -1)."""
+    return _wrap(x.builder.reshape(x._var, list(shape)), x.builder)
+
+
+def concat(input, axis=0):
+    """The variables of the list `input` joined along `axis`."""
+    builder = input[0].builder
+    return _wrap(builder.concat([v._var for v in input], axis), builder)
+
+
+def split(input, num_or_sections, dim=-1):
+    """`input` cut into num_or_sections equal parts along `dim` (an int: Rill
+    has no uneven sections)."""
+    if not isinstance(num_or_sections, int):
+        raise TypeError("split: num_or_sections must be an int (Rill splits into equal parts)")
+    parts = input.builder.split(input._var, num_or_sections, dim)
+    return [_wrap(part, input.builder) for part in parts]
+
+
+def transpose(x, perm):
+    """x with its dimensions permuted: output dim i is input dim perm[i]."""
+    return _wrap(x.builder.transpose(x._var, list(perm)), x.builder)
+
+
+def scale(x, scale=1.0, bias=0.0):
+    """scale * x + bias elementwise."""
+    return _wrap(x.builder.scale(x._var, scale, bias), x.builder)

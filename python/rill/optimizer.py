@@ -1,0 +1,79 @@
+"""Backward and optimizers, as in Fluid: `SGD(learning_rate=0.1).minimize(loss)`
+appends the gradient ops and one update op per parameter to the program the
+loss belongs to. Each is Rill's C++ optimizer (rill/optimizer.h), with
+optional weight decay (`regularization=L2Decay(c)`) and global-norm clipping
+(`grad_clip=GradientClipByGlobalNorm(n)`).
+"""
+from rill import _core
+
+
+def append_backward(loss, no_grad_set=None):
+    """Appends the gradient ops of everything `loss` (one float element)
+    depends on to its program; returns [(parameter name, gradient name)]."""
+    return _core.append_backward(loss.builder.main_program(), loss.name, set(no_grad_set or ()))
+
+
+class L2Decay:
+    """Weight decay: adds coeff * param to each gradient (`regularization=`)."""
+
+    def __init__(self, regularization_coeff):
+        self.regularization_coeff = regularization_coeff
+
+
+class GradientClipByGlobalNorm:
+    """Scales all gradients by clip_norm / max(clip_norm, their global L2 norm) (`grad_clip=`)."""
+
+    def __init__(self, clip_norm):
+        self.clip_norm = clip_norm
+
+
+class _Optimizer:
+    def __init__(self, optimizer, regularization=None, grad_clip=None):
+        self._optimizer = optimizer
+        if regularization is not None:
+            if not isinstance(regularization, L2Decay):
+                raise TypeError("regularization: Rill has L2Decay only")
+            optimizer.set_l2(regularization.regularization_coeff)
+        if grad_clip is not None:
+            if not isinstance(grad_clip, GradientClipByGlobalNorm):
+                raise TypeError("grad_clip: Rill has GradientClipByGlobalNorm only")
+            optimizer.set_clip_global_norm(grad_clip.clip_norm)
+
+    def minimize(self, loss):
+        """Appends backward and the updates; returns [(parameter name, gradient name)]."""
+        return self._optimizer.minimize(loss.builder, loss._var)
+
+    @property
+    def learning_rate_var(self):
+        """The persistable [1] float32 learning-rate variable (after minimize)."""
+        return self._optimizer.learning_rate_var
+
+
+class SGD(_Optimizer):
+    """param -= learning_rate * grad."""
+
+    def __init__(self, learning_rate, regularization=None, grad_clip=None):
+        super().__init__(_core.SGD(learning_rate), regularization, grad_clip)
+
+
+class Momentum(_Optimizer):
+    """velocity = momentum * velocity + grad; param -= learning_rate * velocity."""
+
+    def __init__(self, learning_rate, momentum=0.9, use_nesterov=False, regularization=None,
+                 grad_clip=None):
+        super().__init__(_core.Momentum(learning_rate, momentum, use_nesterov), regularization,
+                         grad_clip)
+
+
+class Adam(_Optimizer):
+    """Adam with bias correction, as PyTorch computes it."""
+
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
+                 regularization=None, grad_clip=None):
+        super().__init__(_core.Adam(learning_rate, beta1, beta2, epsilon), regularization,
+                         grad_clip)
+
+
+SGDOptimizer = SGD
+MomentumOptimizer = Momentum
+AdamOptimizer = Adam

@@ -1,0 +1,175 @@
+// python_reference: what the Python tests compare against, made with the C++
+// API alone (no Python involved).
+//
+//   python_reference programs DIR
+//     Builds each case below with rill::Builder (seed 3) and writes
+//     DIR/<case>.main.pb and DIR/<case>.startup.pb.
+//   python_reference train DIR STEPS sgd|adam [PLACES]
+//     Builds the MLP of case "mlp" (seed 3) with the optimizer, runs the
+//     startup program, then STEPS steps feeding DIR/x<i>.npy and DIR/y<i>.npy
+//     (the reference Executor, or a ParallelExecutor on PLACES), and writes the
+//     losses to DIR/losses.npy.
+#include <cstdlib>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rill/rill.h"
+
+namespace rill {
+namespace {
+
+constexpr uint64_t kSeed = 3;
+
+// The MLP the training test runs: 6 -> 16 (relu) -> 3.
+Var BuildMlp(Builder& b) {
+  Var x = b.Data("x", {-1, 6});
+  Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+  Var h = b.Fc(x, 16, Activation::kRelu);
+  Var logits = b.Fc(h, 3);
+  return b.Mean(b.SoftmaxWithCrossEntropy(logits, label));
+}
+
+// Each case as tests/python/test_layers.py builds it with rill.layers.
+const std::map<std::string, std::function<void(Builder&)>>& Cases() {
+  static const std::map<std::string, std::function<void(Builder&)>> cases = {
+      {"fc",
+       [](Builder& b) {
+         Var x = b.Data("x", {-1, 2, 3});
+         b.Fc(x, 5);
+         b.Fc(x, 4, Activation::kRelu, 2);
+         b.Fc(x, 3, Activation::kSoftmax);
+       }},
+      {"activations",
+       [](Builder& b) {
+         Var x = b.Data("x", {-1, 6});
+         b.Relu(x);
+         b.Sigmoid(x);
+         b.Tanh(x);
+         b.Softmax(x);
+       }},
+      {"losses",
+       [](Builder& b) {
+         Var x = b.Data("x", {-1, 6});
+         Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+         Var probabilities = b.Softmax(x);
+         b.Mean(b.CrossEntropy(probabilities, label));
+         b.Mean(b.SoftmaxWithCrossEntropy(x, label));
+         b.Accuracy(probabilities, label);
+         b.Accuracy(probabilities, label, 2);
+       }},
+      {"elementwise",
+       [](Builder& b) {
+         Var x = b.Data("x", {-1, 6});
+         Var y = b.Data("y", {-1, 6});
+         Var bias = b.Data("bias", {6}, DataType::kFloat32);
+         b.Add(x, y);
+         b.Sub(x, y);
+         b.Mul(x, y);
+         b.Div(x, y);
+         b.Add(x, bias, 1);
+         b.Mul(b.Add(x, y), y);  // what x + y, then * y, appends
+       }},
+      {"conv_pool",
+       [](Builder& b) {
+         Var image = b.Data("image", {-1, 2, 6, 6});
+         Var c = b.Conv2d(image, 3, 3, 1, 1, Activation::kRelu);
+         b.Pool2d(c, 2, "max", 2, 0);
+         b.Pool2d(c, 3, "avg", 1, 1);
+         b.Conv2d(image, 4, 3, 2, 0, Activation::kNone, 2);
+       }},
+      {"shapes",
+       [](Builder& b) {
+         Var x = b.Data("x", {-1, 6});
+         b.Transpose(b.Reshape(x, {-1, 2, 3}), {0, 2, 1});
+         b.Concat({x, x}, 1);
+         b.Split(x, 3, 1);
+         b.Scale(x, 2.5f, 0.5f);
+         b.Dropout(x, 0.3f);
+       }},
+      {"embedding",
+       [](Builder& b) {
+         Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
+         b.Embedding(ids, 10, 4);
+         b.Embedding(ids, 10, 4, DataType::kFloat64, true);
+       }},
+      {"mlp", [](Builder& b) { BuildMlp(b); }},
+      {"backward", [](Builder& b) { AppendBackward(&b.main(), BuildMlp(b).name); }},
+      {"mlp_sgd", [](Builder& b) { SGD(0.1f).Minimize(b, BuildMlp(b)); }},
+      {"mlp_adam", [](Builder& b) { Adam(0.01f).Minimize(b, BuildMlp(b)); }},
+      {"mlp_momentum_l2_clip",
+       [](Builder& b) {
+         Momentum(0.1f, 0.8f, true)
+             .set_l2(1e-3f)
+             .set_clip_global_norm(5.0f)
+             .Minimize(b, BuildMlp(b));
+       }},
+  };
+  return cases;
+}
+
+void WritePrograms(const std::string& dir) {
+  for (const auto& [name, build] : Cases()) {
+    Program main, startup;
+    Builder b(&main, &startup, kSeed);
+    build(b);
+    SaveProgram(main.desc(), dir + "/" + name + ".main.pb");
+    SaveProgram(startup.desc(), dir + "/" + name + ".startup.pb");
+  }
+}
+
+void Train(const std::string& dir, int steps, const std::string& optimizer,
+           const std::string& places) {
+  Program main, startup;
+  Builder b(&main, &startup, kSeed);
+  Var loss = BuildMlp(b);
+  if (optimizer == "sgd") {
+    SGD(0.1f).Minimize(b, loss);
+  } else {
+    Adam(0.01f).Minimize(b, loss);
+  }
+  Scope scope;
+  Executor executor;
+  executor.Run(startup.desc(), &scope);
+  std::unique_ptr<ParallelExecutor> parallel;
+  if (!places.empty()) {
+    parallel = std::make_unique<ParallelExecutor>(
+        main.desc(), &scope, ParallelExecutorOptions{.places = ParsePlaces(places)});
+  }
+  Tensor losses(DataType::kFloat32, {steps});
+  for (int i = 0; i < steps; ++i) {
+    const FeedList feeds = {{"x", ReadNpy(StrCat(dir, "/x", i, ".npy"))},
+                            {"label", ReadNpy(StrCat(dir, "/y", i, ".npy"))}};
+    const std::vector<Tensor> out = parallel
+                                        ? parallel->Run(feeds, {loss.name})
+                                        : executor.Run(main.desc(), &scope, feeds, {loss.name});
+    losses.mutable_data<float>()[i] = out.at(0).data<float>()[0];
+  }
+  WriteNpy(dir + "/losses.npy", losses);
+}
+
+}  // namespace
+}  // namespace rill
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  try {
+    if (args.size() == 2 && args[0] == "programs") {
+      rill::WritePrograms(args[1]);
+      return 0;
+    }
+    if ((args.size() == 4 || args.size() == 5) && args[0] == "train" &&
+        (args[3] == "sgd" || args[3] == "adam")) {
+      rill::Train(args[1], std::stoi(args[2]), args[3], args.size() == 5 ? args[4] : "");
+      return 0;
+    }
+  } catch (const std::exception& error) {
+    std::cerr << "python_reference: " << error.what() << "\n";
+    return 1;
+  }
+  std::cerr << "usage: python_reference programs DIR | train DIR STEPS sgd|adam [PLACES]\n";
+  return 2;
+}

@@ -1,0 +1,271 @@
+"""Each layer's program against the C++ builder's (the same ProgramDesc, byte
+for byte), and its values against numpy."""
+import subprocess
+import os
+
+import numpy as np
+import pytest
+
+import rill
+from rill import layers
+
+SEED = 3  # python_reference builds with this seed
+
+
+def build(body):
+    main, startup = rill.Program(), rill.Program()
+    main.random_seed = SEED
+    with rill.program_guard(main, startup):
+        out = body()
+    return main, startup, out
+
+
+def mlp():
+    x = layers.data("x", shape=[6])
+    label = layers.data("label", shape=[1], dtype="int64")
+    h = layers.fc(x, size=16, act="relu")
+    return layers.mean(layers.softmax_with_cross_entropy(layers.fc(h, 3), label))
+
+
+def case_fc():
+    x = layers.data("x", shape=[2, 3])
+    return [layers.fc(x, 5), layers.fc(x, 4, num_flatten_dims=2, act="relu"),
+            layers.fc(x, 3, act="softmax")]
+
+
+def case_activations():
+    x = layers.data("x", shape=[6])
+    return [layers.relu(x), layers.sigmoid(x), layers.tanh(x), layers.softmax(x)]
+
+
+def case_losses():
+    x = layers.data("x", shape=[6])
+    label = layers.data("label", shape=[1], dtype="int64")
+    probabilities = layers.softmax(x)
+    return [probabilities,
+            layers.mean(layers.cross_entropy(probabilities, label)),
+            layers.mean(layers.softmax_with_cross_entropy(x, label)),
+            layers.accuracy(probabilities, label),
+            layers.accuracy(probabilities, label, k=2)]
+
+
+def case_elementwise():
+    x = layers.data("x", shape=[6])
+    y = layers.data("y", shape=[6])
+    bias = layers.data("bias", shape=[6], append_batch_size=False)
+    return [layers.elementwise_add(x, y), layers.elementwise_sub(x, y),
+            layers.elementwise_mul(x, y), layers.elementwise_div(x, y),
+            layers.elementwise_add(x, bias, axis=1), (x + y) * y]
+
+
+def case_backward():
+    loss = mlp()
+    return rill.append_backward(loss)
+
+
+def case_mlp_sgd():
+    return rill.optimizer.SGD(learning_rate=0.1).minimize(mlp())
+
+
+def case_mlp_adam():
+    return rill.optimizer.Adam(learning_rate=0.01).minimize(mlp())
+
+
+def case_conv_pool():
+    image = layers.data("image", shape=[2, 6, 6])
+    c = layers.conv2d(image, num_filters=3, filter_size=3, padding=1, act="relu")
+    return [image, c, layers.pool2d(c, pool_size=2, pool_stride=2),
+            layers.pool2d(c, pool_size=3, pool_type="avg", pool_padding=1),
+            layers.conv2d(image, num_filters=4, filter_size=3, stride=2, groups=2)]
+
+
+def case_shapes():
+    x = layers.data("x", shape=[6])
+    return [layers.transpose(layers.reshape(x, [-1, 2, 3]), perm=[0, 2, 1]),
+            layers.concat([x, x], axis=1), layers.split(x, 3, dim=1),
+            layers.scale(x, scale=2.5, bias=0.5), layers.dropout(x, dropout_prob=0.3)]
+
+
+def case_embedding():
+    ids = layers.data("ids", shape=[1], dtype="int64")
+    return [layers.embedding(ids, size=[10, 4]),
+            layers.embedding(ids, size=[10, 4], is_sparse=True, dtype="float64")]
+
+
+def case_mlp_momentum_l2_clip():
+    optimizer = rill.optimizer.Momentum(
+        learning_rate=0.1, momentum=0.8, use_nesterov=True,
+        regularization=rill.optimizer.L2Decay(1e-3),
+        grad_clip=rill.optimizer.GradientClipByGlobalNorm(5.0))
+    return optimizer.minimize(mlp())
+
+
+CASES = {"mlp_momentum_l2_clip": case_mlp_momentum_l2_clip, "conv_pool": case_conv_pool, "shapes": case_shapes, "embedding": case_embedding,
+         "fc": case_fc, "activations": case_activations, "losses": case_losses,
+         "elementwise": case_elementwise, "mlp": mlp, "backward": case_backward,
+         "mlp_sgd": case_mlp_sgd, "mlp_adam": case_mlp_adam}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_layers_build_the_cpp_builders_program(case, cpp_programs):
+    main, startup, _ = build(CASES[case])
+    want_main, want_startup = cpp_programs(case)
+    assert main.serialize() == want_main, main.to_string()
+    assert startup.serialize() == want_startup, startup.to_string()
+
+
+def test_minimize_returns_the_parameters_and_gradients():
+    _, _, pairs = build(case_mlp_sgd)
+    assert pairs == [("fc_0.w", "fc_0.w@GRAD"), ("fc_0.b", "fc_0.b@GRAD"),
+                     ("fc_1.w", "fc_1.w@GRAD"), ("fc_1.b", "fc_1.b@GRAD")]
+
+
+def run_once(main, startup, feed, fetches):
+    exe, scope = rill.Executor(), rill.Scope()
+    exe.run(startup, scope=scope)
+    return exe.run(main, feed=feed, fetch_list=fetches, scope=scope), scope
+
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
+
+
+def test_activations_and_losses_match_numpy():
+    rng = np.random.RandomState(1)
+    x = rng.randn(5, 6).astype(np.float32)
+    label = np.array([[0], [5], [2], [2], [1]], dtype=np.int64)
+    main, startup, activations = build(case_activations)
+    relu, sigmoid, tanh, soft = run_once(main, startup, {"x": x}, activations)[0]
+    np.testing.assert_allclose(relu, np.maximum(x, 0), rtol=1e-6)
+    np.testing.assert_allclose(sigmoid, 1 / (1 + np.exp(-x)), rtol=1e-5)
+    np.testing.assert_allclose(tanh, np.tanh(x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(soft, softmax(x), rtol=1e-5)
+
+    main, startup, losses = build(case_losses)
+    _, cross, with_softmax, top1, top2 = run_once(main, startup, {"x": x, "label": label},
+                                                  losses)[0]
+    p = softmax(x.astype(np.float64))
+    want = -np.log(p[np.arange(5), label[:, 0]]).mean()
+    np.testing.assert_allclose(cross, [want], rtol=1e-5)
+    np.testing.assert_allclose(with_softmax, [want], rtol=1e-5)
+    ranks = (p > p[np.arange(5), label[:, 0]][:, None]).sum(axis=1)
+    np.testing.assert_allclose(top1, [(ranks < 1).mean()])
+    np.testing.assert_allclose(top2, [(ranks < 2).mean()])
+
+
+def test_elementwise_ops_and_operators_match_numpy():
+    rng = np.random.RandomState(2)
+    x = rng.randn(4, 6).astype(np.float32)
+    y = (rng.rand(4, 6) + 0.5).astype(np.float32)
+    bias = rng.randn(6).astype(np.float32)
+    main, startup, outs = build(case_elementwise)
+    add, sub, mul, div, add_bias, combined = run_once(
+        main, startup, {"x": x, "y": y, "bias": bias}, outs)[0]
+    np.testing.assert_array_equal(add, x + y)
+    np.testing.assert_array_equal(sub, x - y)
+    np.testing.assert_array_equal(mul, x * y)
+    np.testing.assert_allclose(div, x / y, rtol=1e-6)
+    np.testing.assert_array_equal(add_bias, x + bias)
+    np.testing.assert_array_equal(combined, (x + y) * y)
+
+
+def test_fc_matches_numpy_with_the_scopes_parameters():
+    rng = np.random.RandomState(3)
+    x = rng.randn(3, 2, 3).astype(np.float32)
+    main, startup, outs = build(case_fc)
+    (plain, per_row, soft), scope = run_once(main, startup, {"x": x}, outs)
+    flat = x.reshape(3, 6).astype(np.float64)
+    np.testing.assert_allclose(plain, flat @ scope.get("fc_0.w") + scope.get("fc_0.b"),
+                               rtol=1e-5, atol=1e-6)
+    rows = x.astype(np.float64) @ scope.get("fc_1.w") + scope.get("fc_1.b")
+    np.testing.assert_allclose(per_row, np.maximum(rows, 0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(soft, softmax(flat @ scope.get("fc_2.w") + scope.get("fc_2.b")),
+                               rtol=1e-5)
+
+
+def test_shape_layers_match_numpy():
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    main, startup, (transposed, joined, parts, scaled, dropped) = build(case_shapes)
+    fetches = [transposed, joined, *parts, scaled, dropped]
+    got = run_once(main, startup, {"x": x}, fetches)[0]
+    np.testing.assert_array_equal(got[0], x.reshape(2, 2, 3).transpose(0, 2, 1))
+    np.testing.assert_array_equal(got[1], np.concatenate([x, x], axis=1))
+    for part, want in zip(got[2:5], np.split(x, 3, axis=1)):
+        np.testing.assert_array_equal(part, want)
+    np.testing.assert_allclose(got[5], 2.5 * x + 0.5, rtol=1e-6)
+    kept = got[6] != 0  # dropout keeps x / 0.7 or zeroes
+    np.testing.assert_allclose(got[6][kept], x[kept] / 0.7, rtol=1e-6)
+    main_test = main.clone(for_test=True)
+    np.testing.assert_array_equal(run_once(main_test, startup, {"x": x}, [dropped])[0][0], x)
+
+
+def test_embedding_picks_the_tables_rows():
+    ids = np.array([[3], [0], [9], [3]], dtype=np.int64)
+    main, startup, (dense, sparse) = build(case_embedding)
+    (got_dense, got_sparse), scope = run_once(main, startup, {"ids": ids}, [dense, sparse])
+    for got, table in ((got_dense, "embedding_0.w"), (got_sparse, "embedding_1.w")):
+        rows = scope.get(table)[ids[:, 0]]
+        np.testing.assert_array_equal(got.reshape(rows.shape), rows)
+    assert got_sparse.dtype == np.float64
+
+
+def test_convolution_and_pooling_match_numpy():
+    rng = np.random.RandomState(4)
+    image_value = rng.randn(2, 2, 6, 6).astype(np.float32)
+    main, startup, (image, c, max_pooled, avg_pooled, _) = build(case_conv_pool)
+    (conv, max_value, avg_value), scope = run_once(main, startup, {"image": image_value},
+                                                   [c, max_pooled, avg_pooled])
+    weight, bias = scope.get("conv2d_0.w"), scope.get("conv2d_0.b")
+    padded = np.pad(image_value.astype(np.float64), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros((2, 3, 6, 6))
+    for i in range(6):
+        for j in range(6):
+            window = padded[:, :, i:i + 3, j:j + 3]
+            want[:, :, i, j] = np.einsum("nchw,fchw->nf", window, weight)
+    want = np.maximum(want + bias.reshape(1, 3, 1, 1), 0)
+    np.testing.assert_allclose(conv, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(max_value, conv.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
+    assert avg_value.shape == (2, 3, 6, 6)
+
+
+def test_operators_need_variables():
+    def body():
+        x = layers.data("x", shape=[6])
+        with pytest.raises(TypeError):
+            x + 1.0
+
+    build(body)
+
+
+def test_a_bad_layer_raises_with_rills_message():
+    def body():
+        x = layers.data("x", shape=[6])
+        y = layers.data("y", shape=[5])
+        with pytest.raises(rill.InvalidArgumentError, match="elementwise_add"):
+            layers.elementwise_add(x, y)
+        with pytest.raises(rill.InvalidArgumentError, match="activation"):
+            layers.fc(x, 3, act="swish")
+
+    build(body)
+
+
+@pytest.mark.parametrize("suffix", [".pb", ".pbtxt"])
+def test_program_files_round_trip_and_rill_print_reads_them(tmp_path, suffix):
+    main, _, _ = build(case_mlp_sgd)
+    path = str(tmp_path / ("main" + suffix))
+    rill.save_program(main, path)
+    assert rill.load_program(path).serialize() == main.serialize()
+    printed = subprocess.run([os.environ["RILL_CLI"], "print", path], capture_output=True,
+                             text=True, timeout=60)
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout.strip() == main.to_string().strip()
+
+
+def test_loading_a_missing_or_broken_file_raises(tmp_path):
+    with pytest.raises(rill.IoError, match="nowhere.pb"):
+        rill.load_program(str(tmp_path / "nowhere.pb"))
+    broken = tmp_path / "broken.pbtxt"
+    broken.write_text("blocks { ops { type: \n")
+    with pytest.raises(rill.ParseError, match="broken.pbtxt"):
+        rill.load_program(str(broken))
