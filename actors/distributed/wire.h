@@ -13,8 +13,9 @@
 // a 4 MB float32 tensor: EncodeWire(WirePush) + WireTensor(DecodeWire) takes
 // 0.35-0.40 ms; a hand-written encoding that skips protobuf's two extra copies
 // took 0.16 ms. A 4 MB round trip between two processes through CAF takes
-// 10-16 ms (tools/bench/net_latency), so the saving (about 3%) is not worth a
-// second format.
+// 45-70 ms on the 2-core CI machine (tools/bench/net_latency, which also times
+// Rill's own transport, transport.h), so the saving is not worth a second
+// format.
 #pragma once
 
 #include <cstddef>
