@@ -107,6 +107,12 @@ void Executor::Bind(PreparedBlock& prepared, Scope* scope, int block_index) cons
 std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
                                   const std::vector<std::string>& fetches) const {
   Scope* scope = block.scope();
+  // Before anything runs: a training step would otherwise update the
+  // parameters and only then say that a fetch was misspelt.
+  for (const auto& name : fetches) {
+    RILL_CHECK(FindVarDesc(block.program(), block.block_index(), name) != nullptr, kNotFound,
+               "fetch \"", name, "\" is not a variable of block ", block.block_index());
+  }
   for (const auto& [name, tensor] : feeds) {
     CheckFeed(FindVarDesc(block.program(), block.block_index(), name), name, tensor,
               block.block_index());

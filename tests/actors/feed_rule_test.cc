@@ -148,5 +148,22 @@ TEST(FeedRuleTest, AFeedThatIsNotAVariableOrHasTheWrongShapeIsRefused) {
   });
 }
 
+// Refused before the step runs (a training step would otherwise have updated
+// the parameters before saying the fetch was wrong), with one message.
+TEST(FeedRuleTest, AFetchThatIsNotAVariableIsRefusedBeforeTheRun) {
+  OnEveryExecutor([](const Inference& p, const RunFn& run) {
+    try {
+      run({{p.x.name, Rows(1)}}, {p.y.name, "nope"});
+      ADD_FAILURE() << "fetched an undeclared variable";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kNotFound);
+      EXPECT_NE(std::string(e.what()).find("fetch \"nope\" is not a variable of block 0"),
+                std::string::npos)
+          << e.what();
+    }
+    EXPECT_EQ(testing::ToDoubles(run({{p.x.name, Rows(1)}}, {p.y.name})[0]), kY);
+  });
+}
+
 }  // namespace
 }  // namespace rill
