@@ -15,9 +15,13 @@
 #include "actors/distributed/handshake.h"
 #include "actors/distributed/wire.h"
 #include "rill/error.h"
+#include "tests/actors/transport_testing.h"
 
 namespace rill {
 namespace {
+
+using testing::Append;
+using testing::HeaderBytes;
 
 const char kPeer[] = "test peer";
 
@@ -65,23 +69,6 @@ Tensor Ramp(DataType dtype, const Shape& shape) {
 bool SameBytes(const Tensor& a, const Tensor& b) {
   return a.dtype() == b.dtype() && a.shape() == b.shape() &&
          std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
-}
-
-// Appends `text`'s bytes (resize and copy: g++ 12 reports a false
-// -Warray-bounds for vector::insert of a string's range here).
-void Append(std::vector<uint8_t>& bytes, const std::string& text) {
-  const size_t at = bytes.size();
-  bytes.resize(at + text.size());
-  std::memcpy(bytes.data() + at, text.data(), text.size());
-}
-
-std::vector<uint8_t> HeaderBytes(uint16_t kind, uint32_t meta, uint64_t payload) {
-  FrameHeader header;
-  header.kind = kind;
-  header.meta_bytes = meta;
-  header.payload_bytes = payload;
-  const auto bytes = EncodeFrameHeader(header);
-  return {bytes.begin(), bytes.end()};
 }
 
 TEST(FrameDecoderTest, FramesComeBackWholeHoweverTheBytesAreCut) {

@@ -6,48 +6,25 @@
 // frame header is checked before anything is allocated.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <random>
 #include <vector>
 
 #include "actors/distributed/frame_encoder.h"
-#include "actors/distributed/frame_header.h"
 #include "actors/distributed/transport.h"
 #include "rill/error.h"
 #include "tests/actors/transport_testing.h"
-#include "tests/testing/captured_log.h"
 
 namespace rill {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::Append;
 using testing::EchoesATensor;
 using testing::EchoServer;
+using testing::HeaderBytes;
+using testing::QuietLog;
 using testing::RawSocket;
 using testing::WaitFor;
-
-struct QuietLog {
-  testing::CapturedLog log;
-  QuietLog() { SetLogSink(log.Sink()); }
-  ~QuietLog() { SetLogSink(nullptr); }
-};
-
-// Appends `text`'s bytes (resize and copy: g++ 12 reports a false
-// -Warray-bounds for vector::insert of a string's range here).
-void Append(std::vector<uint8_t>& bytes, const std::string& text) {
-  const size_t at = bytes.size();
-  bytes.resize(at + text.size());
-  std::memcpy(bytes.data() + at, text.data(), text.size());
-}
-
-std::vector<uint8_t> Header(uint16_t kind, uint32_t meta, uint64_t payload) {
-  FrameHeader header;
-  header.kind = kind;
-  header.meta_bytes = meta;
-  header.payload_bytes = payload;
-  const auto bytes = EncodeFrameHeader(header);
-  return {bytes.begin(), bytes.end()};
-}
 
 // The server's deadlines are long here, so a close within 10 s is the
 // answer to what was sent, not a deadline; cases about deadlines shorten them.
@@ -78,7 +55,7 @@ TEST(TransportAbuseTest, FourGigabyteClaimBeforeTheHelloIsClosedAtOnce) {
   const size_t resident = testing::ResidentBytes();
   RawSocket socket(server.port());
   ASSERT_TRUE(socket.connected());
-  std::vector<uint8_t> packet = Header(1, 16, 0xFFFFFFF0u);
+  std::vector<uint8_t> packet = HeaderBytes(1, 16, 0xFFFFFFF0u);
   packet.resize(32, 0);
   ASSERT_TRUE(socket.Write(packet));
   EXPECT_TRUE(socket.ClosedByPeerWithin(10s));
@@ -202,7 +179,7 @@ class AuthenticatedAbuseTest : public ::testing::Test {
 
 TEST_F(AuthenticatedAbuseTest, UnknownFrameKindIsClosedAtOnce) {
   Connect(PatientOptions());
-  ASSERT_TRUE(socket_->Write(Header(77, 4, 0)));
+  ASSERT_TRUE(socket_->Write(HeaderBytes(77, 4, 0)));
   ExpectClosedForABadFrame();
 }
 
@@ -210,13 +187,13 @@ TEST_F(AuthenticatedAbuseTest, FrameOverTheLimitIsClosedAtOnce) {
   TransportOptions options = PatientOptions();
   options.frame_limits.max_message_bytes = 1 << 20;
   Connect(options);
-  ASSERT_TRUE(socket_->Write(Header(1, 100, 1 << 20)));
+  ASSERT_TRUE(socket_->Write(HeaderBytes(1, 100, 1 << 20)));
   ExpectClosedForABadFrame();
 }
 
 TEST_F(AuthenticatedAbuseTest, FourGigabyteClaimIsClosedAtOnce) {
   Connect(PatientOptions());
-  ASSERT_TRUE(socket_->Write(Header(1, 100, 0xFFFFFFF0u)));
+  ASSERT_TRUE(socket_->Write(HeaderBytes(1, 100, 0xFFFFFFF0u)));
   ExpectClosedForABadFrame();
 }
 
@@ -228,7 +205,7 @@ TEST_F(AuthenticatedAbuseTest, TensorWhoseBytesDoNotMatchDtypeTimesShapeIsClosed
   push.mutable_tensor()->set_dtype(proto::FLOAT64);
   push.mutable_tensor()->add_shape(3);
   const std::string meta = push.SerializeAsString();
-  std::vector<uint8_t> bytes = Header(1, static_cast<uint32_t>(meta.size()), 25);  // not 24
+  std::vector<uint8_t> bytes = HeaderBytes(1, static_cast<uint32_t>(meta.size()), 25);  // not 24
   Append(bytes, meta);
   bytes.resize(bytes.size() + 25, 0);
   ASSERT_TRUE(socket_->Write(bytes));
@@ -237,7 +214,7 @@ TEST_F(AuthenticatedAbuseTest, TensorWhoseBytesDoNotMatchDtypeTimesShapeIsClosed
 
 TEST_F(AuthenticatedAbuseTest, GarbageMetaIsClosed) {
   Connect(PatientOptions());
-  std::vector<uint8_t> bytes = Header(1, 8, 0);
+  std::vector<uint8_t> bytes = HeaderBytes(1, 8, 0);
   for (int i = 0; i < 8; ++i) bytes.push_back(0xFF);
   ASSERT_TRUE(socket_->Write(bytes));
   ExpectClosedForABadFrame();
@@ -256,7 +233,8 @@ TEST_F(AuthenticatedAbuseTest, PayloadStoppingHalfWayEndsAtTheIdleTimeoutHolding
   push.mutable_tensor()->set_dtype(proto::FLOAT32);
   push.mutable_tensor()->add_shape(50 << 20);  // 200 MiB, under the 256 MiB limit
   const std::string meta = push.SerializeAsString();
-  std::vector<uint8_t> bytes = Header(1, static_cast<uint32_t>(meta.size()), uint64_t{200} << 20);
+  std::vector<uint8_t> bytes =
+      HeaderBytes(1, static_cast<uint32_t>(meta.size()), uint64_t{200} << 20);
   Append(bytes, meta);
   bytes.resize(bytes.size() + (1 << 20), 0x3F);
   ASSERT_TRUE(socket_->Write(bytes));
@@ -271,7 +249,7 @@ TEST_F(AuthenticatedAbuseTest, HalfAHeaderThenSilenceEndsAtTheIdleTimeout) {
   TransportOptions options = PatientOptions();
   options.idle_timeout = 300ms;
   Connect(options);
-  const std::vector<uint8_t> header = Header(1, 10, 0);
+  const std::vector<uint8_t> header = HeaderBytes(1, 10, 0);
   ASSERT_TRUE(socket_->Write(header.data(), 7));
   EXPECT_TRUE(socket_->ClosedByPeerWithin(10s));
   EXPECT_EQ(server_->transport().stats().idle_closed, 1);

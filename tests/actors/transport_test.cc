@@ -14,7 +14,6 @@
 
 #include "rill/error.h"
 #include "tests/actors/transport_testing.h"
-#include "tests/testing/captured_log.h"
 
 namespace rill {
 namespace {
@@ -22,18 +21,12 @@ namespace {
 using namespace std::chrono_literals;
 using testing::EchoServer;
 using testing::Inbox;
+using testing::QuietLog;
 using testing::RawSocket;
 using testing::TestTransportOptions;
 using testing::WaitFor;
 
 Endpoint Loopback(uint16_t port) { return ParseEndpoint(StrCat("127.0.0.1:", port)); }
-
-// The log of the test, kept out of the test's output.
-struct QuietLog {
-  testing::CapturedLog log;
-  QuietLog() { SetLogSink(log.Sink()); }
-  ~QuietLog() { SetLogSink(nullptr); }
-};
 
 TEST(TransportTest, RightTokenOpensBothWaysWithThePeersRoleAndId) {
   QuietLog quiet;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <thread>
 
+#include "actors/distributed/frame_header.h"
 #include "actors/distributed/handshake.h"
 #include "rill/endpoint.h"
 #include "rill/error.h"
@@ -195,6 +196,21 @@ size_t ResidentBytes() {
   size_t pages = 0, resident = 0;
   statm >> pages >> resident;
   return resident * static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+}
+
+void Append(std::vector<uint8_t>& bytes, const std::string& text) {
+  const size_t at = bytes.size();
+  bytes.resize(at + text.size());
+  std::memcpy(bytes.data() + at, text.data(), text.size());
+}
+
+std::vector<uint8_t> HeaderBytes(uint16_t kind, uint32_t meta, uint64_t payload) {
+  FrameHeader header;
+  header.kind = kind;
+  header.meta_bytes = meta;
+  header.payload_bytes = payload;
+  const auto bytes = EncodeFrameHeader(header);
+  return {bytes.begin(), bytes.end()};
 }
 
 }  // namespace rill::testing

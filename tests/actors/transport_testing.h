@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "actors/distributed/transport.h"
+#include "tests/testing/captured_log.h"
 
 namespace rill::testing {
 
@@ -100,5 +101,19 @@ bool RawHandshake(RawSocket& socket, const std::string& token);
 
 // Resident memory of this process in bytes (from /proc/self/statm).
 size_t ResidentBytes();
+
+// The log of a test, kept out of the test's output while it lives.
+struct QuietLog {
+  CapturedLog log;
+  QuietLog() { SetLogSink(log.Sink()); }
+  ~QuietLog() { SetLogSink(nullptr); }
+};
+
+// Appends `text`'s bytes (resize and copy: g++ 12 reports a false
+// -Warray-bounds for vector::insert of a string's range here).
+void Append(std::vector<uint8_t>& bytes, const std::string& text);
+
+// The encoded fixed header of a frame of `kind` claiming these sizes.
+std::vector<uint8_t> HeaderBytes(uint16_t kind, uint32_t meta, uint64_t payload);
 
 }  // namespace rill::testing
