@@ -123,18 +123,13 @@ run() {
   step "cuda_device_test" 60 "$bin/cuda_device_test"
   step "cuda_executor_test" 120 "$bin/cuda_executor_test"
   step "op_agreement_test" 120 "$bin/op_agreement_test"
-  local m
-  for m in "mlp 5" "cnn 1"; do
-    set -- $m
-    step "train $1 $2 epochs on cuda:0" 90 "$bin/rill" train --model "$1" --epochs "$2" --places cuda:0 --json
-    # The CNN's CPU epoch is run on the CPU machine beforehand (same seed): here only its speed.
-    if [[ $1 == mlp ]]; then
-      step "train mlp 5 epochs on cpu" 90 "$bin/rill" train --model mlp --epochs 5 --places cpu --json
-    else
-      step "train cnn on cpu, 200 steps (speed)" 90 "$bin/rill" train --model cnn --epochs 1 \
-        --max-steps 200 --places cpu --json
-    fi
-  done
+  local train=("$bin/rill" train --json)
+  step "train mlp 5 epochs on cuda:0" 90 "${train[@]}" --model mlp --epochs 5 --places cuda:0
+  step "train mlp 5 epochs on cpu" 90 "${train[@]}" --model mlp --epochs 5 --places cpu
+  step "train cnn 1 epochs on cuda:0" 90 "${train[@]}" --model cnn --epochs 1 --places cuda:0
+  # The CNN's CPU epoch is run on the CPU machine beforehand (same seed): here only its speed.
+  step "train cnn on cpu, 200 steps (speed)" 90 "${train[@]}" --model cnn --epochs 1 \
+    --max-steps 200 --places cpu
   step "trace of GPU steps" 45 "$bin/rill" train --model cnn --epochs 1 --max-steps 60 --places cuda:0 \
     --trace "$root/trace.json" --trace-skip 20 --trace-steps 10
   [[ -f $root/trace.json ]] && "$bin/rill" trace summarize "$root/trace.json" &&
