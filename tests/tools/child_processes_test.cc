@@ -48,13 +48,22 @@ TEST_F(ChildProcessesTest, WaitsForEveryChildsLineInWhateverOrderTheyPrint) {
 }
 
 // A child that ends without the line is reported at once (waiting out the
-// timeout would outlast CTest's); so is one still silent when the time is up.
+// timeout would outlast CTest's), and only it, whichever child's output is read
+// first; a child still silent when the time is up is reported too.
 TEST_F(ChildProcessesTest, NamesTheChildrenThatDidNotPrintTheLine) {
   ChildProcesses ended;
   ended.Start("pserver 0", Shell("echo 'pserver listening on :1'"));
   ended.Start("pserver 1", Shell("echo 'cannot bind'; exit 1"));
   EXPECT_EQ(ended.WaitForLines({"pserver 0", "pserver 1"}, "listening on", 600s),
             std::vector<std::string>{"pserver 1"});
+
+  // One that has not printed yet when another fails is not named: it may yet.
+  ChildProcesses slow;
+  slow.Start("pserver 0", Shell("sleep 0.5; echo 'pserver listening on :1'"));
+  slow.Start("pserver 1", Shell("echo 'cannot bind'; exit 1"));
+  EXPECT_EQ(slow.WaitForLines({"pserver 0", "pserver 1"}, "listening on", 600s),
+            std::vector<std::string>{"pserver 1"});
+  slow.KillAll();
 
   ChildProcesses silent;
   silent.Start("pserver 0", Shell("sleep 30"));

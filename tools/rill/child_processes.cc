@@ -123,8 +123,12 @@ std::vector<std::string> ChildProcesses::WaitForLines(const std::vector<std::str
     }
     for (size_t index : waiting) ended = ended || !children_[index].running;
   }
+  // Once a child ended without the line, the ones still running are not named:
+  // they may yet print it (a shell that has not run its echo yet).
   std::vector<std::string> missing;
-  for (size_t index : waiting) missing.push_back(children_[index].name);
+  for (size_t index : waiting) {
+    if (!ended || !children_[index].running) missing.push_back(children_[index].name);
+  }
   return missing;
 }
 

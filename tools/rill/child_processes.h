@@ -35,7 +35,8 @@ class ChildProcesses {
   // Reads the output of every child for up to `timeout` until each child of
   // `names` printed a line containing `text`, in whatever order they print
   // (every line read is printed, none is lost). Returns the names of those that
-  // did not: they ended first, or time ran out (empty: all did).
+  // did not: the ones that ended without it (at once, naming only those), or,
+  // when time ran out, every one still silent (empty: all did).
   std::vector<std::string> WaitForLines(const std::vector<std::string>& names,
                                         const std::string& text, std::chrono::milliseconds timeout);
   // Sends SIGKILL to every running child.
