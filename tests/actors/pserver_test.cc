@@ -39,6 +39,10 @@ using testing::RandomTensor;
 
 constexpr int64_t kBatch = 8;  // global: each of 2 trainers takes 4 rows
 
+// True while a test of OverTransport runs: servers and trainers talk over
+// Rill's own transport instead of CAF's middleman (issue 17, item 4).
+bool g_transport = false;
+
 struct Model {
   Program main, startup;
   std::string loss;
@@ -92,11 +96,12 @@ struct Servers {
     TranspileResult plan = Plan(m, trainers, placeholders);
     const std::string checkpoint = options.checkpoint_path;
     for (int i = 0; i < count; ++i) {
-      runtimes.push_back(std::make_shared<Runtime>(1, 1, /*network=*/true));
+      runtimes.push_back(std::make_shared<Runtime>(1, 1, /*network=*/!g_transport));
       options.endpoint = "127.0.0.1:0";
       // Each server of several its own checkpoint: PATH.0, PATH.1, ...
       if (!checkpoint.empty() && count > 1) options.checkpoint_path = CheckpointOf(checkpoint, i);
       options.log = [](const std::string&) {};
+      options.transport = g_transport;
       servers.push_back(std::make_unique<ParameterServer>(
           plan.servers[static_cast<size_t>(i)].main, plan.servers[static_cast<size_t>(i)].startup,
           options, runtimes.back()));
@@ -111,6 +116,7 @@ TrainerClientOptions ClientOptions(int id, const std::vector<std::string>& endpo
   options.trainer_id = id;
   options.pservers = endpoints;
   options.connect_timeout = 5000ms;
+  options.transport = g_transport;
   return options;
 }
 
@@ -120,7 +126,7 @@ std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int 
                                int steps,
                                GradientCompression compression = GradientCompression::kNone,
                                TrainerClient::Counters* counters = nullptr, int64_t last_step = 0) {
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/!g_transport);
   Scope scope;
   Executor().Run(plan.trainer_startup, &scope);
   std::vector<std::string> endpoints;
@@ -164,7 +170,7 @@ void TrainOneProcess(const Model& m, int steps, Scope* scope) {
   for (int step = 1; step <= steps; ++step) exe.Run(*prepared, Feeds(step, 0, kBatch), {m.loss});
 }
 
-TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
+void SyncTwoTrainersTwoServersMatchOneProcess() {
   Model m;
   BuildModel(&m);
   constexpr int kSteps = 20;
@@ -186,10 +192,14 @@ TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
   EXPECT_EQ(servers.servers[0]->step(), kSteps);
 }
 
+TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
+  SyncTwoTrainersTwoServersMatchOneProcess();
+}
+
 // Trainers pushing int8 gradients: the servers read them back and train close
 // to (not exactly like) the float32 run, with a quarter of the bytes for the
 // compressed gradients.
-TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
+void CompressedPushesTrainCloseToOneProcess() {
   Model m;
   BuildModel(&m);
   constexpr int kSteps = 20;
@@ -226,6 +236,10 @@ TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
   // chunk: codes + a scale; the biases stay float32.
   EXPECT_EQ(counters.pushed_raw_bytes, kSteps * 1936);
   EXPECT_EQ(counters.pushed_bytes, kSteps * (2 * (160 + 4) + 2 * (64 + 4) + 4 * (32 + 4)));
+}
+
+TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
+  CompressedPushesTrainCloseToOneProcess();
 }
 
 // Sends raw bytes as `self` and returns the server's answer, decoded.
@@ -318,7 +332,7 @@ TEST(ParameterServer, SilentTrainerEndsTheJobNamingIt) {
   }
 }
 
-TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
+void RestartedServerResumesFromItsCheckpoint() {
   Model m;
   BuildModel(&m);
   const std::string path = ::testing::TempDir() + "pserver_test.ckpt";
@@ -345,6 +359,77 @@ TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
   }
   std::remove(path.c_str());
   std::remove((path + ".prev").c_str());
+}
+
+TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
+  RestartedServerResumesFromItsCheckpoint();
+}
+
+// The same jobs with servers and trainers on Rill's transport.
+class OverTransport : public ::testing::Test {
+ protected:
+  void SetUp() override { g_transport = true; }
+  void TearDown() override { g_transport = false; }
+};
+
+TEST_F(OverTransport, SyncTwoTrainersTwoServersMatchOneProcess) {
+  SyncTwoTrainersTwoServersMatchOneProcess();
+}
+
+TEST_F(OverTransport, CompressedPushesTrainCloseToOneProcess) {
+  CompressedPushesTrainCloseToOneProcess();
+}
+
+TEST_F(OverTransport, RestartedServerResumesFromItsCheckpoint) {
+  RestartedServerResumesFromItsCheckpoint();
+}
+
+// A trainer whose token is wrong fails its handshake at once (the server
+// keeps serving); one whose connection drops before BYE ends the job naming
+// it, and the other trainer hears why.
+TEST_F(OverTransport, AWrongTokenIsRefusedAndALostTrainerEndsTheJobNamingIt) {
+  Model m;
+  BuildModel(&m);
+  ParameterServerOptions options;
+  options.token = "s3cret";
+  Servers servers(m, 2, 1, options);
+  auto runtime = std::make_shared<Runtime>(1, 1);
+  TrainerClientOptions bad = ClientOptions(0, servers.endpoints);
+  bad.token = "guess";
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    TrainerClient refused(runtime, bad);
+    ADD_FAILURE() << "a wrong token was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find(servers.endpoints[0]), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "refused only at the deadline";
+  TrainerClientOptions good0 = ClientOptions(0, servers.endpoints);
+  good0.token = "s3cret";
+  TrainerClient client0(runtime, good0);
+  {
+    TrainerClientOptions good1 = ClientOptions(1, servers.endpoints);
+    good1.token = "s3cret";
+    TrainerClient client1(runtime, good1);
+    EXPECT_TRUE(client1.PullNow(servers.endpoints[0], m.params.back(), 0).initialized());
+  }  // trainer 1 leaves without BYE: its connection closes
+  const auto lost = std::chrono::steady_clock::now();
+  try {
+    servers.serving[0].get();
+    ADD_FAILURE() << "the server kept serving without trainer 1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lost the connection to trainer 1"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - lost, 10s);
+  for (int i = 0; i < 250 && !client0.failure(); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(client0.failure());
+  try {
+    std::rethrow_exception(client0.failure());
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trainer 1"), std::string::npos) << e.what();
+  }
 }
 
 TEST(ParameterServer, AnUnwritableCheckpointPathIsRefusedAtStart) {
