@@ -647,10 +647,8 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
   s.actor = ActorSystemOf(*runtime_).spawn(ServerActor, state_);
   try {
     if (s.options.transport) {
-      TransportOptions transport;
-      transport.token = s.options.token;
-      transport.frame_limits.max_message_bytes = s.options.limits.max_message_bytes;
-      s.transport = std::make_unique<Transport>(transport, CallbacksToActor(s.actor));
+      s.transport = std::make_unique<Transport>(
+          TransportOptionsFor(s.options.token, s.options.limits), CallbacksToActor(s.actor));
       s.port = s.transport->Listen(Endpoint{s.options.bind, endpoint.port});
     } else {
       s.port = Publish(ActorSystemOf(*runtime_), s.actor, Endpoint{s.options.bind, endpoint.port});

@@ -261,10 +261,8 @@ void TrainerClient::ConnectAll() {
     }
     link->actor = system.spawn(LinkActor, link, options_);
     links_.push_back(link);  // from here CloseLinks stops the actor
-    TransportOptions transport;
-    transport.token = options_.token;
-    transport.frame_limits.max_message_bytes = options_.limits.max_message_bytes;
-    link->transport = std::make_unique<Transport>(transport, CallbacksToActor(link->actor));
+    link->transport = std::make_unique<Transport>(
+        TransportOptionsFor(options_.token, options_.limits), CallbacksToActor(link->actor));
     link->connection = link->transport->Connect(
         ParseEndpoint(endpoint), Hello{PeerRole::kTrainer, options_.trainer_id, {}}, wait);
     caf::anon_send(link->actor, start_atom::value);

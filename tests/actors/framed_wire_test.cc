@@ -13,6 +13,7 @@
 
 #include "actors/distributed/frame_decoder.h"
 #include "actors/distributed/frame_encoder.h"
+#include "actors/distributed/transport_options.h"
 #include "actors/distributed/wire.h"
 #include "rill/error.h"
 
@@ -185,6 +186,38 @@ TEST(FramedWireTest, BuildersRefuseValuesThatCannotTravel) {
   rows.height = 3;
   rows.value = Ramp(DataType::kFloat32, {3, 2});  // three value rows for two indices
   EXPECT_THROW(FramedPushRows("emb@GRAD", 0, rows), Error);
+}
+
+// The servers' and trainers' flags set WireLimits (public); their transports
+// take TransportOptionsFor them: the defaults must agree, and each limit must
+// reach the transport.
+TEST(FramedWireTest, WireLimitsAreTheTransportsOptions) {
+  const TransportOptions defaults;
+  const TransportOptions from = TransportOptionsFor("tok", WireLimits{});
+  EXPECT_EQ(from.token, "tok");
+  EXPECT_EQ(from.frame_limits.max_message_bytes, defaults.frame_limits.max_message_bytes);
+  EXPECT_EQ(from.frame_limits.max_meta_bytes, defaults.frame_limits.max_meta_bytes);
+  EXPECT_EQ(from.handshake_timeout, defaults.handshake_timeout);
+  EXPECT_EQ(from.idle_timeout, defaults.idle_timeout);
+  EXPECT_EQ(from.max_connections, defaults.max_connections);
+  EXPECT_EQ(from.max_connections_per_address, defaults.max_connections_per_address);
+  EXPECT_EQ(from.max_handshakes_per_address, defaults.max_handshakes_per_address);
+  WireLimits set;
+  set.max_message_bytes = 1 << 20;
+  set.max_meta_bytes = 1 << 12;
+  set.handshake_timeout = std::chrono::milliseconds(123);
+  set.idle_timeout = std::chrono::milliseconds(4567);
+  set.max_connections = 9;
+  set.max_connections_per_address = 3;
+  set.max_handshakes_per_address = 2;
+  const TransportOptions options = TransportOptionsFor("", set);
+  EXPECT_EQ(options.frame_limits.max_message_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(options.frame_limits.max_meta_bytes, uint64_t{1} << 12);
+  EXPECT_EQ(options.handshake_timeout.count(), 123);
+  EXPECT_EQ(options.idle_timeout.count(), 4567);
+  EXPECT_EQ(options.max_connections, 9);
+  EXPECT_EQ(options.max_connections_per_address, 3);
+  EXPECT_EQ(options.max_handshakes_per_address, 2);
 }
 
 }  // namespace
