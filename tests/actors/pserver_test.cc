@@ -16,6 +16,7 @@
 #include <future>
 #include <thread>
 
+#include "actors/distributed/frame_header.h"
 #include "actors/distributed/network.h"
 #include "actors/distributed/wire.h"
 #include "actors/distributed/wire_atom.h"
@@ -28,6 +29,7 @@
 #include "rill/runtime.h"
 #include "rill/trainer_client.h"
 #include "rill/transpiler.h"
+#include "tests/actors/transport_testing.h"
 #include "tests/testing/gradient_check.h"
 #include "tests/testing/ports.h"
 
@@ -429,6 +431,65 @@ TEST_F(OverTransport, AWrongTokenIsRefusedAndALostTrainerEndsTheJobNamingIt) {
     std::rethrow_exception(client0.failure());
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("trainer 1"), std::string::npos) << e.what();
+  }
+}
+
+std::vector<uint8_t> FrameHeaderBytes(uint16_t kind, uint32_t meta, uint64_t payload) {
+  FrameHeader header;
+  header.kind = kind;
+  header.meta_bytes = meta;
+  header.payload_bytes = payload;
+  const auto bytes = EncodeFrameHeader(header);
+  return {bytes.begin(), bytes.end()};
+}
+
+// What the issue saw take a CAF server down (a first packet claiming a
+// 0xFFFFFFF0-byte payload), the same claim from a peer that did prove the
+// token, a wrong token and garbage: each closed at once, the server's memory
+// stays put, and a real 2-trainer job then runs on it to the single-process
+// result.
+TEST_F(OverTransport, AbusiveConnectionsLeaveTheServerServingARealJob) {
+  Model m;
+  BuildModel(&m);
+  constexpr int kSteps = 5;
+  Scope single;
+  TrainOneProcess(m, kSteps, &single);
+  Servers servers(m, 2, 1);  // no token: an empty one, which the raw peers prove
+  const uint16_t port = servers.servers[0]->port();
+  const size_t resident = testing::ResidentBytes();
+  {
+    testing::RawSocket claim(port);
+    ASSERT_TRUE(claim.connected());
+    std::vector<uint8_t> packet = FrameHeaderBytes(1, 16, 0xFFFFFFF0u);
+    packet.resize(32, 0);
+    ASSERT_TRUE(claim.Write(packet));
+    EXPECT_TRUE(claim.ClosedByPeerWithin(10s));
+  }
+  {
+    testing::RawSocket authenticated(port);
+    ASSERT_TRUE(testing::RawHandshake(authenticated, ""));
+    ASSERT_TRUE(authenticated.Write(FrameHeaderBytes(1, 100, 0xFFFFFFF0u)));
+    EXPECT_TRUE(authenticated.ClosedByPeerWithin(10s));
+  }
+  {
+    testing::RawSocket wrong(port);
+    EXPECT_FALSE(testing::RawHandshake(wrong, "a guess"));
+    EXPECT_TRUE(wrong.ClosedByPeerWithin(10s));
+  }
+  {
+    testing::RawSocket garbage(port);
+    ASSERT_TRUE(garbage.Write(std::vector<uint8_t>(64, 0xAB)));
+    EXPECT_TRUE(garbage.ClosedByPeerWithin(10s));
+  }
+  EXPECT_LT(testing::ResidentBytes(), resident + (64u << 20));
+  TranspileResult plan = Plan(m, 2, servers.endpoints);
+  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, kSteps); });
+  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, kSteps);
+  other.get();
+  servers.serving[0].get();
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    EXPECT_LE(MaxRelativeDifference(mine[i], single.FindVar(m.params[i])->tensor()), 1e-5)
+        << m.params[i];
   }
 }
 
