@@ -45,10 +45,14 @@ constexpr int64_t kBatch = 8;  // global: each of 2 trainers takes 4 rows
 // Rill's own transport instead of CAF's middleman (issue 17, item 4).
 bool g_transport = false;
 
+FeedList Feeds(int step, int64_t begin, int64_t end);
+
 struct Model {
   Program main, startup;
   std::string loss;
   std::vector<std::string> params;
+  // Rows [begin, end) of step's global batch.
+  FeedList (*feeds)(int step, int64_t begin, int64_t end) = Feeds;
 };
 
 void BuildModel(Model* m) {
@@ -70,6 +74,29 @@ FeedList Feeds(int step, int64_t begin, int64_t end) {
   Tensor y(DataType::kInt64, {kBatch, 1});
   for (int64_t i = 0; i < kBatch; ++i) y.mutable_data<int64_t>()[i] = (i * 3 + step) % 4;
   return {{"x", x.Slice(begin, end)}, {"label", y.Slice(begin, end)}};
+}
+
+// A sparse embedding (its gradient: selected rows) under a dense layer, SGD.
+void BuildSparseModel(Model* m) {
+  Builder b(&m->main, &m->startup, 13);
+  Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
+  Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+  Var e = b.Embedding(ids, 20, 6, DataType::kFloat32, /*is_sparse=*/true);
+  Var loss = b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(e, 3), label));
+  SGD sgd(0.5f);
+  for (const auto& pair : sgd.set_placeable(true).Minimize(b, loss)) {
+    m->params.push_back(pair.param);
+  }
+  m->loss = loss.name;
+  m->feeds = [](int step, int64_t begin, int64_t end) -> FeedList {
+    Tensor ids(DataType::kInt64, {kBatch, 1});
+    Tensor y(DataType::kInt64, {kBatch, 1});
+    for (int64_t i = 0; i < kBatch; ++i) {
+      ids.mutable_data<int64_t>()[i] = (i * 7 + step) % 20;
+      y.mutable_data<int64_t>()[i] = (i + step) % 3;
+    }
+    return {{"ids", ids.Slice(begin, end)}, {"label", y.Slice(begin, end)}};
+  };
 }
 
 TranspileResult Plan(const Model& m, int trainers, const std::vector<std::string>& endpoints) {
@@ -145,7 +172,7 @@ std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int 
     const int64_t rows = kBatch / trainers;
     for (int64_t step = client->start_step() + 1; step <= client->start_step() + steps; ++step) {
       client->set_step(step);
-      exe.Run(Feeds(static_cast<int>(step), id * rows, (id + 1) * rows), {m.loss});
+      exe.Run(m.feeds(static_cast<int>(step), id * rows, (id + 1) * rows), {m.loss});
     }
   }
   client->Finish();
@@ -169,7 +196,9 @@ void TrainOneProcess(const Model& m, int steps, Scope* scope) {
   Executor exe;
   exe.Run(m.startup.desc(), scope);
   auto prepared = exe.Prepare(m.main.desc(), scope);
-  for (int step = 1; step <= steps; ++step) exe.Run(*prepared, Feeds(step, 0, kBatch), {m.loss});
+  for (int step = 1; step <= steps; ++step) {
+    exe.Run(*prepared, m.feeds(step, 0, kBatch), {m.loss});
+  }
 }
 
 void SyncTwoTrainersTwoServersMatchOneProcess() {
@@ -197,6 +226,29 @@ void SyncTwoTrainersTwoServersMatchOneProcess() {
 TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
   SyncTwoTrainersTwoServersMatchOneProcess();
 }
+
+// Selected rows pushed by two trainers (rows repeating across them) are
+// merged by the server to the single-process result.
+void SparseRowsMatchOneProcess() {
+  Model m;
+  BuildSparseModel(&m);
+  constexpr int kSteps = 10;
+  Scope single;
+  TrainOneProcess(m, kSteps, &single);
+  Servers servers(m, 2, 2);
+  TranspileResult plan = Plan(m, 2, servers.endpoints);
+  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, kSteps); });
+  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, kSteps);
+  std::vector<Tensor> theirs = other.get();
+  for (auto& s : servers.serving) s.get();
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    const Tensor& expected = single.FindVar(m.params[i])->tensor();
+    EXPECT_LE(MaxRelativeDifference(mine[i], expected), 1e-5) << m.params[i];
+    EXPECT_LE(MaxRelativeDifference(theirs[i], expected), 1e-5) << m.params[i];
+  }
+}
+
+TEST(ParameterServer, SparseRowsMatchOneProcess) { SparseRowsMatchOneProcess(); }
 
 // Trainers pushing int8 gradients: the servers read them back and train close
 // to (not exactly like) the float32 run, with a quarter of the bytes for the
@@ -377,6 +429,8 @@ class OverTransport : public ::testing::Test {
 TEST_F(OverTransport, SyncTwoTrainersTwoServersMatchOneProcess) {
   SyncTwoTrainersTwoServersMatchOneProcess();
 }
+
+TEST_F(OverTransport, SparseRowsMatchOneProcess) { SparseRowsMatchOneProcess(); }
 
 TEST_F(OverTransport, CompressedPushesTrainCloseToOneProcess) {
   CompressedPushesTrainCloseToOneProcess();
