@@ -726,11 +726,11 @@ TEST_F(TwoServerCheckpoints, ACheckpointBeyondTheJobsLastStepIsRefused) {
 
 // The second server cannot be reached after the link to the first is up: the
 // constructor throws naming it and leaves no link actor holding the runtime.
-TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
+void AConstructorThatFailsLeavesNoActorBehind() {
   Model m;
   BuildModel(&m);
   Servers servers(m, 1, 1);
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/!g_transport);
   const std::string unreachable = "127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort());
   TrainerClientOptions options = ClientOptions(0, {servers.endpoints[0], unreachable});
   options.connect_timeout = 1000ms;
@@ -744,6 +744,16 @@ TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
   ExpectShutsDownWithin(std::move(runtime), 20s);
   // The server saw the trainer come and go.
   EXPECT_THROW(servers.serving[0].get(), Error);
+}
+
+TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
+  AConstructorThatFailsLeavesNoActorBehind();
+}
+
+// The same with a link that owns a transport: its actor and its transport's
+// thread end with the client.
+TEST_F(OverTransport, AConstructorThatFailsLeavesNoActorBehind) {
+  AConstructorThatFailsLeavesNoActorBehind();
 }
 
 }  // namespace
