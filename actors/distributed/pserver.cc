@@ -9,8 +9,11 @@
 #include <thread>
 #include <unordered_map>
 
+#include "actors/distributed/frame_encoder.h"
 #include "actors/distributed/network.h"
 #include "actors/distributed/pserver_checkpoint.h"
+#include "actors/distributed/transport.h"
+#include "actors/distributed/transport_mailbox.h"
 #include "actors/distributed/wire.h"
 #include "actors/distributed/wire_atom.h"
 #include "actors/executor/runtime_internals.h"
@@ -108,6 +111,13 @@ void MeanInto(const std::map<int, Variable>& parts, int trainers, Variable* out)
 }  // namespace
 
 struct ParameterServer::State {
+  // Where a trainer's messages come from and the answers go: its actor (over
+  // CAF's middleman) or its connection on `transport`.
+  struct Link {
+    caf::actor actor;
+    ConnectionId connection = 0;
+  };
+
   ParameterServerOptions options;
   proto::ProgramDesc main, startup;
   ServeConfig config;
@@ -118,7 +128,7 @@ struct ParameterServer::State {
   int64_t prepared_step = 0;
 
   struct Pull {
-    caf::actor link;
+    Link link;
     int trainer;
     int64_t step;
   };
@@ -128,19 +138,29 @@ struct ParameterServer::State {
     int64_t version = 0;
     std::map<int, Variable> parts;  // this round's gradients, by trainer
     std::vector<Pull> waiting;
-    std::string encoded;  // the parameter's VALUE at `encoded_version`
+    std::string encoded;  // the parameter's VALUE at `encoded_version` (middleman)
     int64_t encoded_version = -1;
+    // A copy of the parameter at `snapshot_version` (transport): VALUE frames
+    // are written from it after the handler returns, while later updates
+    // change the parameter itself.
+    Tensor snapshot;
+    int64_t snapshot_version = -1;
   };
   std::vector<Served> served;
   std::unordered_map<std::string, size_t> by_grad, by_param;
 
   struct Trainer {
-    caf::actor link;
+    Link link;
     Clock::time_point last_heard;
     bool bye = false;
   };
   std::map<int, Trainer> trainers;
   std::map<caf::actor_addr, int> trainer_by_addr;
+  // With options.transport: the trainers' connections (after their HELLO),
+  // and who proved what in each open connection's handshake.
+  std::unique_ptr<Transport> transport;
+  std::map<ConnectionId, int> trainer_by_connection;
+  std::map<ConnectionId, PeerInfo> connections;
   Clock::time_point started;
   bool failed = false;  // the serve failed: later messages are dropped
 
@@ -190,8 +210,13 @@ namespace {
 
 using State = ParameterServer::State;
 
-void Reply(caf::event_based_actor* self, const caf::actor& to, const proto::WireMessage& message) {
-  if (to) self->send(to, wire_atom::value, EncodeWire(message));
+void Reply(caf::event_based_actor* self, State& s, const State::Link& to,
+           const proto::WireMessage& message) {
+  if (to.actor) {
+    self->send(to.actor, wire_atom::value, EncodeWire(message));
+  } else if (s.transport && to.connection != 0) {
+    s.transport->Send(to.connection, EncodeMessageFrame(message, Tensor()));
+  }
 }
 
 // The serve fails (a trainer is gone, an update or a checkpoint failed): tell
@@ -202,7 +227,7 @@ void FailServe(caf::event_based_actor* self, State& s, ErrorCode code, const std
   s.failed = true;
   s.Log(why, LogLevel::kError);
   for (auto& [id, trainer] : s.trainers) {
-    if (!trainer.bye) Reply(self, trainer.link, WireError(StrCat(s.name, ": ", why)));
+    if (!trainer.bye) Reply(self, s, trainer.link, WireError(StrCat(s.name, ": ", why)));
   }
   s.Finish(std::make_exception_ptr(Error(code, StrCat(s.name, ": ", why))));
 }
@@ -214,12 +239,21 @@ void AnswerPulls(caf::event_based_actor* self, State& s, State::Served& block) {
       still.push_back(pull);
       continue;
     }
-    if (block.encoded_version != block.version) {
-      const Tensor& value = s.scope.FindVar(block.param)->tensor();
-      block.encoded = EncodeWire(WireValue(block.param, block.version, value));
-      block.encoded_version = block.version;
+    const Tensor& value = s.scope.FindVar(block.param)->tensor();
+    if (pull.link.actor) {
+      if (block.encoded_version != block.version) {
+        block.encoded = EncodeWire(WireValue(block.param, block.version, value));
+        block.encoded_version = block.version;
+      }
+      self->send(pull.link.actor, wire_atom::value, block.encoded);
+      continue;
     }
-    self->send(pull.link, wire_atom::value, block.encoded);
+    if (block.snapshot_version != block.version) {
+      block.snapshot = value.Clone();  // frames still in flight keep the old copy
+      block.snapshot_version = block.version;
+    }
+    FramedWire framed = FramedValue(block.param, block.version, block.snapshot);
+    s.transport->Send(pull.link.connection, EncodeMessageFrame(framed.message, framed.payload));
   }
   block.waiting.swap(still);
 }
@@ -259,7 +293,8 @@ void Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t
   AnswerPulls(self, s, block);
 }
 
-void HandlePush(caf::event_based_actor* self, State& s, int trainer, proto::WireMessage& message) {
+void HandlePush(caf::event_based_actor* self, State& s, int trainer,
+                const proto::WireMessage& message, Tensor payload) {
   auto it = s.by_grad.find(message.var());
   RILL_CHECK(it != s.by_grad.end(), kNotFound, "trainer ", trainer, " pushed \"", message.var(),
              "\", which this server does not receive");
@@ -268,9 +303,9 @@ void HandlePush(caf::event_based_actor* self, State& s, int trainer, proto::Wire
   State::Served& block = s.served[it->second];
   Variable part;
   if (message.selected_rows()) {
-    *part.mutable_selected_rows() = WireRows(message);
+    *part.mutable_selected_rows() = WireRows(message, std::move(payload));
   } else {
-    *part.mutable_tensor() = WireTensor(message);
+    *part.mutable_tensor() = WireTensor(message, std::move(payload));
   }
   Variable* grad = s.scope.Var(block.grad);
   if (!s.config.sync) {
@@ -303,12 +338,22 @@ std::vector<int64_t> StartSteps(const State& s) {
 }
 
 // HELLO from a trainer: check its token and id, register and watch it.
-void HandleHello(caf::event_based_actor* self, State& s, const caf::actor& link,
+void HandleHello(caf::event_based_actor* self, State& s, const State::Link& link,
                  const proto::WireMessage& message) {
   const int id = message.trainer_id();
   std::string refusal;
-  if (!s.options.token.empty() && message.token() != s.options.token) {
+  // A connection's peer proved the token in its handshake (and the token is
+  // not sent again); it must say HELLO as the trainer it announced there.
+  const auto connection = link.actor ? s.connections.end() : s.connections.find(link.connection);
+  if (link.actor && !s.options.token.empty() && message.token() != s.options.token) {
     refusal = StrCat("refused trainer ", id, ": wrong token");
+  } else if (!link.actor && (connection == s.connections.end() ||
+                             connection->second.hello.role != PeerRole::kTrainer ||
+                             static_cast<int>(connection->second.hello.id) != id)) {
+    refusal =
+        StrCat("refused trainer ", id, ": its connection's handshake announced ",
+               connection == s.connections.end() ? std::string("nothing")
+                                                 : StrCat("id ", connection->second.hello.id));
   } else if (id < 0 || id >= s.config.trainers) {
     refusal =
         StrCat("refused trainer ", id, ": this job has trainers 0 to ", s.config.trainers - 1);
@@ -317,12 +362,16 @@ void HandleHello(caf::event_based_actor* self, State& s, const caf::actor& link,
   }
   if (!refusal.empty()) {
     s.Log(refusal, LogLevel::kWarning);
-    Reply(self, link, WireError(StrCat(s.name, " ", refusal)));
+    Reply(self, s, link, WireError(StrCat(s.name, " ", refusal)));
     return;
   }
   s.trainers[id] = {link, Clock::now(), false};
-  s.trainer_by_addr[link.address()] = id;
-  self->monitor(link);
+  if (link.actor) {
+    s.trainer_by_addr[link.actor.address()] = id;
+    self->monitor(link.actor);
+  } else {
+    s.trainer_by_connection[link.connection] = id;
+  }
   s.Log(StrCat("trainer ", id, " connected"));
   if (!s.resumed && s.checkpoints && message.last_step() > 0) {
     for (int64_t step : s.checkpoints->steps()) {
@@ -335,19 +384,19 @@ void HandleHello(caf::event_based_actor* self, State& s, const caf::actor& link,
       return;
     }
   }
-  Reply(self, link, WireHelloReply(StartSteps(s)));
+  Reply(self, s, link, WireHelloReply(StartSteps(s)));
 }
 
 // RESUME from a trainer: the job goes on from `step`, one of every server's
 // start steps. The first RESUME puts the values of that step in place; later
 // ones (the other trainers) must name the same step.
-void HandleResume(caf::event_based_actor* self, State& s, int trainer, const caf::actor& link,
+void HandleResume(caf::event_based_actor* self, State& s, int trainer, const State::Link& link,
                   int64_t step) {
   if (s.resumed) {
     RILL_CHECK(s.served.empty() || step == s.resumed_step, kInvalidArgument, "trainer ", trainer,
                " asks to start from step ", step, ", but trainer ", s.resumed_by,
                " started this server from step ", s.resumed_step);
-    Reply(self, link, WireResumed(step));
+    Reply(self, s, link, WireResumed(step));
     return;
   }
   const std::vector<int64_t> steps = StartSteps(s);
@@ -375,58 +424,104 @@ void HandleResume(caf::event_based_actor* self, State& s, int trainer, const caf
                              : s.checkpoints  ? s.checkpoints->Describe(step)
                                               : std::string("the startup values");
   s.Log(StrCat("starting from step ", step, " (", values, "), as trainer ", trainer, " asks"));
-  Reply(self, link, WireResumed(step));
+  Reply(self, s, link, WireResumed(step));
 }
 
+// A checked message from `trainer` (-1: not registered yet) over `from`, with
+// the payload that came beside it in a frame (none over the middleman).
+// Throws what the sender did wrong.
+void Dispatch(caf::event_based_actor* self, State& s, const State::Link& from, int trainer,
+              const proto::WireMessage& message, Tensor payload) {
+  if (message.kind() == proto::WireMessage::HELLO) {
+    HandleHello(self, s, from, message);
+    return;
+  }
+  RILL_CHECK(trainer >= 0, kInvalidArgument, "a ", WireKindName(message.kind()),
+             " message from a peer that did not say HELLO");
+  s.trainers[trainer].last_heard = Clock::now();
+  switch (message.kind()) {
+    case proto::WireMessage::HEARTBEAT: return;
+    case proto::WireMessage::PUSH:
+      HandlePush(self, s, trainer, message, std::move(payload));
+      return;
+    case proto::WireMessage::RESUME: HandleResume(self, s, trainer, from, message.step()); return;
+    case proto::WireMessage::PULL: {
+      auto it = s.by_param.find(message.var());
+      RILL_CHECK(it != s.by_param.end(), kNotFound, "trainer ", trainer, " pulled \"",
+                 message.var(), "\", which this server does not serve");
+      RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pulled \"", message.var(),
+                 "\" before a RESUME said which step the job starts from");
+      s.served[it->second].waiting.push_back({from, trainer, message.step()});
+      AnswerPulls(self, s, s.served[it->second]);
+      return;
+    }
+    case proto::WireMessage::BYE: {
+      s.trainers[trainer].bye = true;
+      s.Log(StrCat("trainer ", trainer, " finished"));
+      bool all = static_cast<int>(s.trainers.size()) == s.config.trainers;
+      for (auto& [id, t] : s.trainers) all = all && t.bye;
+      if (all) s.Finish(nullptr);
+      return;
+    }
+    default:
+      Fail(ErrorCode::kInvalidArgument, "a ", WireKindName(message.kind()),
+           " message is not for a server");
+  }
+}
+
+// A message that came over the middleman, as bytes.
 void HandleMessage(caf::event_based_actor* self, State& s, const std::string& bytes) {
   if (s.failed) return;
   const caf::actor sender = caf::actor_cast<caf::actor>(self->current_sender());
   auto known = sender ? s.trainer_by_addr.find(sender.address()) : s.trainer_by_addr.end();
   const int trainer = known == s.trainer_by_addr.end() ? -1 : known->second;
   const std::string peer = trainer >= 0 ? StrCat("trainer ", trainer) : "an unregistered peer";
-  proto::WireMessage message;
   try {
-    message = DecodeWire(bytes, s.options.limits, peer);
-    if (message.kind() == proto::WireMessage::HELLO) {
-      HandleHello(self, s, sender, message);
-      return;
-    }
-    RILL_CHECK(trainer >= 0, kInvalidArgument, "a ", WireKindName(message.kind()),
-               " message from a peer that did not say HELLO");
-    s.trainers[trainer].last_heard = Clock::now();
-    switch (message.kind()) {
-      case proto::WireMessage::HEARTBEAT: return;
-      case proto::WireMessage::PUSH: HandlePush(self, s, trainer, message); return;
-      case proto::WireMessage::RESUME:
-        HandleResume(self, s, trainer, sender, message.step());
-        return;
-      case proto::WireMessage::PULL: {
-        auto it = s.by_param.find(message.var());
-        RILL_CHECK(it != s.by_param.end(), kNotFound, "trainer ", trainer, " pulled \"",
-                   message.var(), "\", which this server does not serve");
-        RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pulled \"", message.var(),
-                   "\" before a RESUME said which step the job starts from");
-        s.served[it->second].waiting.push_back({sender, trainer, message.step()});
-        AnswerPulls(self, s, s.served[it->second]);
-        return;
-      }
-      case proto::WireMessage::BYE: {
-        s.trainers[trainer].bye = true;
-        s.Log(StrCat("trainer ", trainer, " finished"));
-        bool all = static_cast<int>(s.trainers.size()) == s.config.trainers;
-        for (auto& [id, t] : s.trainers) all = all && t.bye;
-        if (all) s.Finish(nullptr);
-        return;
-      }
-      default:
-        Fail(ErrorCode::kInvalidArgument, "a ", WireKindName(message.kind()),
-             " message is not for a server");
-    }
+    Dispatch(self, s, {sender, 0}, trainer, DecodeWire(bytes, s.options.limits, peer), Tensor());
   } catch (const Error& e) {
     // Rejected: say why to the sender, keep serving.
     s.Log(StrCat("rejected a message from ", peer, ": ", e.what()), LogLevel::kWarning);
-    Reply(self, sender, WireError(StrCat(s.name, " rejected a message: ", e.what())));
+    Reply(self, s, {sender, 0}, WireError(StrCat(s.name, " rejected a message: ", e.what())));
   }
+}
+
+// A frame that came over the transport (its header, sizes and payload already
+// checked by the decoder).
+void HandleFrame(caf::event_based_actor* self, State& s, ConnectionId from, ReceivedFrame& frame) {
+  if (s.failed) return;
+  auto known = s.trainer_by_connection.find(from);
+  const int trainer = known == s.trainer_by_connection.end() ? -1 : known->second;
+  if (frame.kind == FrameKind::kHeartbeat) {
+    if (trainer >= 0) s.trainers[trainer].last_heard = Clock::now();
+    return;
+  }
+  auto connection = s.connections.find(from);
+  const std::string peer = trainer >= 0 ? StrCat("trainer ", trainer)
+                                        : StrCat("an unregistered peer",
+                                                 connection == s.connections.end()
+                                                     ? std::string()
+                                                     : StrCat(" at ", connection->second.address));
+  try {
+    CheckFramedWire(frame.message, frame.payload, peer);
+    Dispatch(self, s, {caf::actor(), from}, trainer, frame.message, std::move(frame.payload));
+  } catch (const Error& e) {
+    s.Log(StrCat("rejected a message from ", peer, ": ", e.what()), LogLevel::kWarning);
+    Reply(self, s, {caf::actor(), from},
+          WireError(StrCat(s.name, " rejected a message: ", e.what())));
+  }
+}
+
+// A transport connection closed: a trainer that had not said BYE is lost, as
+// when the middleman reports its actor down.
+void HandleClose(caf::event_based_actor* self, State& s, ConnectionId id, const std::string& why) {
+  s.connections.erase(id);
+  auto it = s.trainer_by_connection.find(id);
+  if (it == s.trainer_by_connection.end()) return;
+  const int trainer = it->second;
+  s.trainer_by_connection.erase(it);
+  if (s.trainers[trainer].bye) return;  // finished, then left
+  FailServe(self, s, ErrorCode::kUnavailable,
+            StrCat("lost the connection to trainer ", trainer, " (", why, ") before it finished"));
 }
 
 // Heartbeats to the trainers; a silent trainer, or one that never came, ends the serve.
@@ -442,7 +537,11 @@ void Beat(caf::event_based_actor* self, State& s) {
                        s.options.peer_timeout.count(), " ms): presumed dead"));
       return;
     }
-    Reply(self, trainer.link, WireHeartbeat());
+    if (trainer.link.actor) {
+      Reply(self, s, trainer.link, WireHeartbeat());
+    } else if (s.transport) {
+      s.transport->Send(trainer.link.connection, EncodeHeartbeatFrame());
+    }
   }
   if (static_cast<int>(s.trainers.size()) < s.config.trainers &&
       now - s.started > s.options.connect_timeout) {
@@ -472,7 +571,8 @@ caf::behavior ServerActor(caf::event_based_actor* self, std::shared_ptr<State> s
                    LogLevel::kWarning);
         return caf::sec::unexpected_message;
       });
-  self->delayed_send(self, state->options.heartbeat, beat_atom::value);
+  // The first beat comes from the constructor, once the actor may use the
+  // transport (set after the spawn).
   return {
       [self, state](wire_atom, const std::string& bytes) {
         try {
@@ -483,6 +583,19 @@ caf::behavior ServerActor(caf::event_based_actor* self, std::shared_ptr<State> s
         }
       },
       [self, state](beat_atom) { Beat(self, *state); },
+      [state](transport_open_atom, ConnectionId id, const PeerInfo& peer) {
+        state->connections[id] = peer;
+      },
+      [self, state](transport_frame_atom, ConnectionId from, ReceivedFrame& frame) {
+        try {
+          HandleFrame(self, *state, from, frame);
+        } catch (const std::exception& e) {
+          FailServe(self, *state, ErrorCode::kInternal, e.what());
+        }
+      },
+      [self, state](transport_close_atom, ConnectionId id, const std::string& why) {
+        HandleClose(self, *state, id, why);
+      },
   };
 }
 
@@ -491,7 +604,7 @@ caf::behavior ServerActor(caf::event_based_actor* self, std::shared_ptr<State> s
 ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::ProgramDesc& startup,
                                  ParameterServerOptions options, std::shared_ptr<Runtime> runtime)
     : runtime_(std::move(runtime)), state_(std::make_shared<State>()) {
-  RILL_CHECK(runtime_ && runtime_->network(), kInvalidArgument,
+  RILL_CHECK(runtime_ && (runtime_->network() || options.transport), kInvalidArgument,
              "a parameter server needs a Runtime constructed with the network loaded");
   State& s = *state_;
   s.options = std::move(options);
@@ -533,13 +646,20 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
   s.started = Clock::now();
   s.actor = ActorSystemOf(*runtime_).spawn(ServerActor, state_);
   try {
-    s.port = Publish(ActorSystemOf(*runtime_), s.actor, Endpoint{s.options.bind, endpoint.port});
+    if (s.options.transport) {
+      s.transport = std::make_unique<Transport>(
+          TransportOptionsFor(s.options.token, s.options.limits), CallbacksToActor(s.actor));
+      s.port = s.transport->Listen(Endpoint{s.options.bind, endpoint.port});
+    } else {
+      s.port = Publish(ActorSystemOf(*runtime_), s.actor, Endpoint{s.options.bind, endpoint.port});
+    }
   } catch (...) {
     // No destructor runs for a constructor that throws: stop the actor here,
     // or the actor system would wait for it forever.
     caf::anon_send_exit(s.actor, caf::exit_reason::user_shutdown);
     throw;
   }
+  caf::anon_send(s.actor, beat_atom::value);
 }
 
 ParameterServer::~ParameterServer() {

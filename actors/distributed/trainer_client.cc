@@ -7,7 +7,10 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "actors/distributed/frame_encoder.h"
 #include "actors/distributed/network.h"
+#include "actors/distributed/transport.h"
+#include "actors/distributed/transport_mailbox.h"
 #include "actors/distributed/wire.h"
 #include "actors/distributed/wire_atom.h"
 #include "actors/executor/runtime_internals.h"
@@ -24,6 +27,8 @@ using relay_atom = caf::atom_constant<caf::atom("relay")>;
 using beat_atom = caf::atom_constant<caf::atom("beat")>;
 // To a link actor: stop (the client is gone).
 using close_atom = caf::atom_constant<caf::atom("close")>;
+// To a link actor over the transport: its connection is set; say HELLO.
+using start_atom = caf::atom_constant<caf::atom("start")>;
 
 constexpr const char* kClientVar = "@trainer_client";
 
@@ -32,8 +37,27 @@ constexpr const char* kClientVar = "@trainer_client";
 // What a link's actor and the trainer's threads share.
 struct TrainerClient::Link {
   std::string endpoint;
-  caf::actor server;
+  caf::actor server;  // over the middleman
   caf::actor actor;
+  // Over the transport: this link's own, with one connection to the server,
+  // set before the actor starts. Send is called from the trainer's threads
+  // and the actor alike (Transport::Send is thread-safe). Destroyed with the
+  // link, by its last holder: the client or the actor, never the transport's
+  // own thread (its callbacks hold only the actor's handle).
+  std::unique_ptr<Transport> transport;
+  ConnectionId connection = 0;
+
+  // Sends `message` and, over the transport, `payload`'s bytes beside it
+  // (over the middleman a value travels inside the message).
+  void Send(proto::WireMessage message, const Tensor& payload = Tensor()) {
+    if (transport) {
+      transport->Send(connection, EncodeMessageFrame(std::move(message), payload));
+      return;
+    }
+    RILL_CHECK(!payload.initialized(), kInternal, "a payload beside a message to ", endpoint,
+               " over the middleman");
+    caf::anon_send(actor, relay_atom::value, EncodeWire(message));
+  }
 
   std::mutex mutex;
   std::unordered_map<std::string, PullDone> pending;  // by variable: one pull each at a time
@@ -72,21 +96,83 @@ struct TrainerClient::Link {
 
 namespace {
 
-// The actor of one link: relays, heartbeats, and the server's answers.
+// A checked answer from the server; `payload` came beside it over the
+// transport. False: the link failed (the actor is to stop).
+bool HandleAnswer(const std::shared_ptr<TrainerClient::Link>& link, const std::string& server,
+                  const proto::WireMessage& message, Tensor payload) {
+  switch (message.kind()) {
+    case proto::WireMessage::HEARTBEAT: return true;
+    case proto::WireMessage::HELLO: {
+      std::lock_guard<std::mutex> lock(link->mutex);
+      if (!link->hello_done) {
+        link->hello_done = true;
+        link->hello.set_value({message.steps().begin(), message.steps().end()});
+      }
+      return true;
+    }
+    case proto::WireMessage::RESUME: {
+      std::lock_guard<std::mutex> lock(link->mutex);
+      if (!link->resumed_done) {
+        link->resumed_done = true;
+        link->resumed.set_value(message.step());
+      }
+      return true;
+    }
+    case proto::WireMessage::VALUE: {
+      TrainerClient::PullDone done;
+      {
+        std::lock_guard<std::mutex> lock(link->mutex);
+        auto it = link->pending.find(message.var());
+        if (it == link->pending.end()) return true;  // nobody asked: ignore
+        done = std::move(it->second);
+        link->pending.erase(it);
+      }
+      Tensor value;
+      std::exception_ptr error;
+      try {
+        value = WireTensor(message, std::move(payload));
+      } catch (...) {
+        error = std::current_exception();
+      }
+      done(std::move(value), error);
+      return true;
+    }
+    case proto::WireMessage::ERROR:
+      link->Fail(ErrorCode::kUnavailable, StrCat(server, ": ", message.error()));
+      return false;
+    default:
+      link->Fail(ErrorCode::kInvalidArgument,
+                 StrCat(server, " sent an unexpected ", WireKindName(message.kind()), " message"));
+      return false;
+  }
+}
+
+// The actor of one link: relays, heartbeats, and the server's answers. Over
+// the middleman it watches the server's actor (a down message: lost); over
+// the transport its connection (a close: lost), and it starts once told its
+// connection.
 caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerClient::Link> link,
                         TrainerClientOptions options) {
   auto last_heard = std::make_shared<Clock::time_point>(Clock::now());
   const std::string server = StrCat("parameter server ", link->endpoint);
-  self->monitor(link->server);
-  self->set_down_handler([self, link, server](caf::down_msg& msg) {
-    link->Fail(ErrorCode::kUnavailable, StrCat("lost the connection to ", server, " (",
-                                               self->system().render(msg.reason), ")"));
-    self->quit();
-  });
-  self->send(link->server, wire_atom::value,
-             EncodeWire(WireHello(options.trainer_id, options.token, options.last_step)));
-  self->delayed_send(self, options.heartbeat, beat_atom::value);
+  const auto hello =
+      WireHello(options.trainer_id, options.transport ? "" : options.token, options.last_step);
+  if (!options.transport) {
+    self->monitor(link->server);
+    self->set_down_handler([self, link, server](caf::down_msg& msg) {
+      link->Fail(ErrorCode::kUnavailable, StrCat("lost the connection to ", server, " (",
+                                                 self->system().render(msg.reason), ")"));
+      self->quit();
+    });
+    self->send(link->server, wire_atom::value, EncodeWire(hello));
+    self->delayed_send(self, options.heartbeat, beat_atom::value);
+  }
   return {
+      [self, link, last_heard, hello, options](start_atom) {
+        *last_heard = Clock::now();
+        link->Send(hello);
+        self->delayed_send(self, options.heartbeat, beat_atom::value);
+      },
       [self, link](relay_atom, std::string& bytes) {
         self->send(link->server, wire_atom::value, std::move(bytes));
       },
@@ -100,7 +186,11 @@ caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerCli
           self->quit();
           return;
         }
-        self->send(link->server, wire_atom::value, EncodeWire(WireHeartbeat()));
+        if (link->transport) {
+          link->transport->Send(link->connection, EncodeHeartbeatFrame());
+        } else {
+          self->send(link->server, wire_atom::value, EncodeWire(WireHeartbeat()));
+        }
         self->delayed_send(self, options.heartbeat, beat_atom::value);
       },
       [self](close_atom) { self->quit(); },
@@ -114,53 +204,25 @@ caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerCli
           self->quit();
           return;
         }
-        switch (message.kind()) {
-          case proto::WireMessage::HEARTBEAT: return;
-          case proto::WireMessage::HELLO: {
-            std::lock_guard<std::mutex> lock(link->mutex);
-            if (!link->hello_done) {
-              link->hello_done = true;
-              link->hello.set_value({message.steps().begin(), message.steps().end()});
-            }
-            return;
-          }
-          case proto::WireMessage::RESUME: {
-            std::lock_guard<std::mutex> lock(link->mutex);
-            if (!link->resumed_done) {
-              link->resumed_done = true;
-              link->resumed.set_value(message.step());
-            }
-            return;
-          }
-          case proto::WireMessage::VALUE: {
-            TrainerClient::PullDone done;
-            {
-              std::lock_guard<std::mutex> lock(link->mutex);
-              auto it = link->pending.find(message.var());
-              if (it == link->pending.end()) return;  // nobody asked: ignore
-              done = std::move(it->second);
-              link->pending.erase(it);
-            }
-            Tensor value;
-            std::exception_ptr error;
-            try {
-              value = WireTensor(message);
-            } catch (...) {
-              error = std::current_exception();
-            }
-            done(std::move(value), error);
-            return;
-          }
-          case proto::WireMessage::ERROR:
-            link->Fail(ErrorCode::kUnavailable, StrCat(server, ": ", message.error()));
-            self->quit();
-            return;
-          default:
-            link->Fail(
-                ErrorCode::kInvalidArgument,
-                StrCat(server, " sent an unexpected ", WireKindName(message.kind()), " message"));
-            self->quit();
+        if (!HandleAnswer(link, server, message, Tensor())) self->quit();
+      },
+      [](transport_open_atom, ConnectionId, const PeerInfo&) {},
+      [self, link, server, last_heard](transport_frame_atom, ConnectionId, ReceivedFrame& frame) {
+        *last_heard = Clock::now();
+        if (frame.kind == FrameKind::kHeartbeat) return;
+        try {
+          CheckFramedWire(frame.message, frame.payload, server);
+        } catch (const Error& e) {
+          link->Fail(ErrorCode::kInvalidArgument, e.what());
+          self->quit();
+          return;
         }
+        if (!HandleAnswer(link, server, frame.message, std::move(frame.payload))) self->quit();
+      },
+      [self, link, server](transport_close_atom, ConnectionId, const std::string& why) {
+        link->Fail(ErrorCode::kUnavailable,
+                   StrCat("lost the connection to ", server, " (", why, ")"));
+        self->quit();
       },
   };
 }
@@ -169,7 +231,7 @@ caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerCli
 
 TrainerClient::TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOptions options)
     : runtime_(std::move(runtime)), options_(std::move(options)) {
-  RILL_CHECK(runtime_ && runtime_->network(), kInvalidArgument,
+  RILL_CHECK(runtime_ && (runtime_->network() || options_.transport), kInvalidArgument,
              "a trainer client needs a Runtime constructed with the network loaded");
   RILL_CHECK(!options_.pservers.empty(), kInvalidArgument, "a trainer needs parameter servers");
   try {
@@ -190,10 +252,20 @@ void TrainerClient::ConnectAll() {
     link->endpoint = endpoint;
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-    link->server =
-        Connect(system, ParseEndpoint(endpoint), std::max(left, std::chrono::milliseconds(1)));
+    const auto wait = std::max(left, std::chrono::milliseconds(1));
+    if (!options_.transport) {
+      link->server = Connect(system, ParseEndpoint(endpoint), wait);
+      link->actor = system.spawn(LinkActor, link, options_);
+      links_.push_back(link);
+      continue;
+    }
     link->actor = system.spawn(LinkActor, link, options_);
-    links_.push_back(link);
+    links_.push_back(link);  // from here CloseLinks stops the actor
+    link->transport = std::make_unique<Transport>(
+        TransportOptionsFor(options_.token, options_.limits), CallbacksToActor(link->actor));
+    link->connection = link->transport->Connect(
+        ParseEndpoint(endpoint), Hello{PeerRole::kTrainer, options_.trainer_id, {}}, wait);
+    caf::anon_send(link->actor, start_atom::value);
   }
   std::vector<std::vector<int64_t>> offered;
   for (auto& link : links_) {
@@ -207,10 +279,7 @@ void TrainerClient::ConnectAll() {
   start_step_ = CommonStartStep(offered);
   // Loading a checkpoint may take a while: a deadline of its own.
   const auto resume_deadline = Clock::now() + options_.connect_timeout;
-  for (auto& link : links_) {
-    caf::anon_send(link->actor, relay_atom::value,
-                   EncodeWire(WireResume(options_.trainer_id, start_step_)));
-  }
+  for (auto& link : links_) link->Send(WireResume(options_.trainer_id, start_step_));
   for (auto& link : links_) {
     auto resumed = link->resumed.get_future();
     if (resumed.wait_until(resume_deadline) != std::future_status::ready) {
@@ -270,16 +339,17 @@ TrainerClient::PushedBytes TrainerClient::Push(const std::string& endpoint, cons
   Link& link = LinkFor(endpoint);
   if (auto failure = link.Failure()) std::rethrow_exception(failure);
   PushedBytes bytes;
-  proto::WireMessage message = PushMessage(var, value, &bytes);
+  Tensor payload;
+  proto::WireMessage message = PushMessage(var, value, &bytes, link.transport ? &payload : nullptr);
   message.set_trainer_id(options_.trainer_id);
-  caf::anon_send(link.actor, relay_atom::value, EncodeWire(message));
+  link.Send(std::move(message), payload);
   pushed_raw_bytes_.fetch_add(bytes.raw, std::memory_order_relaxed);
   pushed_bytes_.fetch_add(bytes.sent, std::memory_order_relaxed);
   return bytes;
 }
 
 proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Variable& value,
-                                              PushedBytes* bytes) {
+                                              PushedBytes* bytes, Tensor* payload) {
   const bool rows = value.holds_selected_rows();
   const Tensor& values = rows ? value.selected_rows().value : value.tensor();
   const int64_t row_bytes =
@@ -292,6 +362,20 @@ proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Vari
   if (options_.gradient_compression == GradientCompression::kNone || !values.initialized() ||
       values.dtype() != DataType::kFloat32 || elements < options_.compression_min_elements) {
     bytes->sent = bytes->raw;
+    if (payload != nullptr) {
+      // A copy: the caller may overwrite the value once Push returns, while
+      // the frame leaves later from the payload's buffer.
+      FramedWire framed;
+      if (rows) {
+        SelectedRows copy = value.selected_rows();
+        copy.value = copy.value.Clone();
+        framed = FramedPushRows(var, step(), copy);
+      } else {
+        framed = FramedPush(var, step(), value.tensor().Clone());
+      }
+      *payload = std::move(framed.payload);
+      return std::move(framed.message);
+    }
     return rows ? WirePushRows(var, step(), value.selected_rows())
                 : WirePush(var, step(), value.tensor());
   }
@@ -343,7 +427,7 @@ void TrainerClient::Pull(const std::string& endpoint, const std::string& var, in
   proto::WireMessage message = WirePull(var);
   message.set_step(min_step);
   message.set_trainer_id(options_.trainer_id);
-  caf::anon_send(link.actor, relay_atom::value, EncodeWire(message));
+  link.Send(std::move(message));
 }
 
 Tensor TrainerClient::PullNow(const std::string& endpoint, const std::string& var,
@@ -363,7 +447,7 @@ Tensor TrainerClient::PullNow(const std::string& endpoint, const std::string& va
 void TrainerClient::Finish() {
   for (auto& link : links_) {
     if (link->Failure()) continue;
-    caf::anon_send(link->actor, relay_atom::value, EncodeWire(WireBye(options_.trainer_id)));
+    link->Send(WireBye(options_.trainer_id));
   }
 }
 

@@ -12,6 +12,7 @@
 #include "actors/distributed/frame_decoder.h"
 #include "actors/distributed/frame_header.h"
 #include "actors/distributed/handshake.h"
+#include "rill/wire_limits.h"
 
 namespace rill {
 
@@ -33,6 +34,21 @@ struct TransportOptions {
   int max_connections_per_address = 64;
   int max_handshakes_per_address = 8;
 };
+
+// The options of a server's or trainer's transport: the job's token and the
+// limits its flags set (--max-message-mb, --handshake-timeout-ms, ...).
+inline TransportOptions TransportOptionsFor(const std::string& token, const WireLimits& limits) {
+  TransportOptions options;
+  options.token = token;
+  options.frame_limits.max_message_bytes = limits.max_message_bytes;
+  options.frame_limits.max_meta_bytes = limits.max_meta_bytes;
+  options.handshake_timeout = limits.handshake_timeout;
+  options.idle_timeout = limits.idle_timeout;
+  options.max_connections = limits.max_connections;
+  options.max_connections_per_address = limits.max_connections_per_address;
+  options.max_handshakes_per_address = limits.max_handshakes_per_address;
+  return options;
+}
 
 using ConnectionId = uint64_t;
 

@@ -34,6 +34,33 @@ WireMessage ValueMessage(WireMessage::Kind kind, const std::string& var, int64_t
   return message;
 }
 
+// The message of a value whose bytes travel beside it: its tensor has the
+// dtype and shape and no data; the payload shares the value's buffer.
+FramedWire FramedValueMessage(WireMessage::Kind kind, const std::string& var, int64_t step,
+                              const Tensor& value) {
+  RILL_CHECK(value.initialized() && value.place().is_cpu(), kInvalidArgument, "cannot send \"", var,
+             "\": ",
+             value.initialized() ? StrCat("the value is on ", value.place().ToString())
+                                 : std::string("it has no value"));
+  FramedWire framed;
+  framed.message.set_kind(kind);
+  framed.message.set_var(var);
+  framed.message.set_step(step);
+  proto::TensorProto& tensor = *framed.message.mutable_tensor();
+  tensor.set_dtype(ToProto(value.dtype()));
+  tensor.mutable_shape()->Assign(value.shape().begin(), value.shape().end());
+  framed.payload = value;
+  return framed;
+}
+
+void CheckRowsToPush(const std::string& var, const SelectedRows& value) {
+  RILL_CHECK(value.initialized() && value.value.rank() >= 1 &&
+                 value.value.dim(0) == static_cast<int64_t>(value.rows.size()),
+             kInvalidArgument, "cannot push \"", var, "\": ", value.rows.size(),
+             " selected rows need a value with as many rows, got ",
+             value.initialized() ? value.value.Describe() : std::string("no value"));
+}
+
 // Dimensions, each >= 0, and their product without overflow.
 int64_t CheckedNumel(const Shape& shape, const std::string& where) {
   int64_t numel = 1;
@@ -155,7 +182,27 @@ void CheckRows(const WireMessage& message, const std::string& where) {
   }
 }
 
-void CheckMessage(const WireMessage& message, const std::string& peer) {
+// A payload that came beside the message (a transport frame's): the message's
+// tensor holds no bytes and describes exactly the payload.
+void CheckPayload(const proto::TensorProto& tensor, const Tensor& payload,
+                  const std::string& where) {
+  RILL_CHECK(tensor.data().empty(), kInvalidArgument, where, ": the tensor holds ",
+             tensor.data().size(), " bytes and a payload came beside it");
+  if (tensor.dtype() == proto::DT_INVALID || !proto::DataType_IsValid(tensor.dtype())) {
+    Fail(ErrorCode::kInvalidArgument, where, ": the tensor has invalid data type ",
+         static_cast<int>(tensor.dtype()));
+  }
+  const Shape shape(tensor.shape().begin(), tensor.shape().end());
+  CheckedNumel(shape, where);
+  const DataType dtype = FromProto(tensor.dtype());
+  RILL_CHECK(payload.dtype() == dtype && payload.shape() == shape && payload.place().is_cpu(),
+             kInvalidArgument, where, ": the tensor is ", DataTypeName(dtype), ShapeToString(shape),
+             " but its payload is ", payload.Describe());
+}
+
+// `payload`: null for a message decoded from bytes (DecodeWire), else what
+// came beside it in a frame (possibly not initialized).
+void CheckMessage(const WireMessage& message, const std::string& peer, const Tensor* payload) {
   const int kind = message.kind();
   if (kind == WireMessage::KIND_INVALID) {
     Fail(ErrorCode::kInvalidArgument, "wire message from ", peer, " has no kind");
@@ -190,6 +237,14 @@ void CheckMessage(const WireMessage& message, const std::string& peer) {
       break;
     default: break;
   }
+  if (payload != nullptr && payload->initialized() && !CarriesValue(kind)) {
+    Fail(ErrorCode::kInvalidArgument, where, ": a ", WireKindName(kind),
+         " carries no value, but a payload of ", payload->Describe(), " came with it");
+  }
+  if (payload != nullptr && payload->initialized() && message.has_compressed()) {
+    Fail(ErrorCode::kInvalidArgument, where, ": a compressed value and a payload of ",
+         payload->Describe(), " beside it");
+  }
   if (CarriesValue(kind)) {
     RILL_CHECK(message.has_tensor() != message.has_compressed(), kInvalidArgument, where,
                message.has_tensor() ? ": both a tensor and a compressed tensor" : ": no tensor");
@@ -197,6 +252,8 @@ void CheckMessage(const WireMessage& message, const std::string& peer) {
       RILL_CHECK(kind == WireMessage::PUSH, kInvalidArgument, where,
                  ": only a PUSH carries a compressed tensor");
       CheckCompressed(message.compressed(), where);
+    } else if (payload != nullptr && payload->initialized()) {
+      CheckPayload(message.tensor(), *payload, where);
     } else {
       CheckTensor(message.tensor(), where);
     }
@@ -250,11 +307,7 @@ WireMessage WirePush(const std::string& var, int64_t step, const Tensor& value) 
 }
 
 WireMessage WirePushRows(const std::string& var, int64_t step, const SelectedRows& value) {
-  RILL_CHECK(value.initialized() && value.value.rank() >= 1 &&
-                 value.value.dim(0) == static_cast<int64_t>(value.rows.size()),
-             kInvalidArgument, "cannot push \"", var, "\": ", value.rows.size(),
-             " selected rows need a value with as many rows, got ",
-             value.initialized() ? value.value.Describe() : std::string("no value"));
+  CheckRowsToPush(var, value);
   WireMessage message = ValueMessage(WireMessage::PUSH, var, step, value.value);
   message.set_selected_rows(true);
   message.mutable_rows()->Add(value.rows.begin(), value.rows.end());
@@ -289,6 +342,27 @@ WireMessage WirePushCompressed(const std::string& var, int64_t step, const Shape
     message.set_height(rows->height);
   }
   return message;
+}
+
+FramedWire FramedPush(const std::string& var, int64_t step, const Tensor& value) {
+  return FramedValueMessage(WireMessage::PUSH, var, step, value);
+}
+
+FramedWire FramedPushRows(const std::string& var, int64_t step, const SelectedRows& value) {
+  CheckRowsToPush(var, value);
+  FramedWire framed = FramedValueMessage(WireMessage::PUSH, var, step, value.value);
+  framed.message.set_selected_rows(true);
+  framed.message.mutable_rows()->Add(value.rows.begin(), value.rows.end());
+  framed.message.set_height(value.height);
+  return framed;
+}
+
+FramedWire FramedValue(const std::string& var, int64_t step, const Tensor& value) {
+  return FramedValueMessage(WireMessage::VALUE, var, step, value);
+}
+
+void CheckFramedWire(const WireMessage& message, const Tensor& payload, const std::string& peer) {
+  CheckMessage(message, peer, &payload);
 }
 
 WireMessage WirePull(const std::string& var) {
@@ -343,7 +417,7 @@ WireMessage DecodeWire(const std::string& bytes, const WireLimits& limits,
            " bytes that do not parse as a WireMessage");
     }
   }
-  CheckMessage(message, peer);
+  CheckMessage(message, peer, nullptr);
   return message;
 }
 
@@ -374,20 +448,24 @@ Tensor ValueOf(const WireMessage& message) {
 
 }  // namespace
 
-Tensor WireTensor(const WireMessage& message) {
+Tensor WireTensor(const WireMessage& message) { return WireTensor(message, Tensor()); }
+
+SelectedRows WireRows(const WireMessage& message) { return WireRows(message, Tensor()); }
+
+Tensor WireTensor(const WireMessage& message, Tensor payload) {
   RILL_CHECK(HasValue(message) && !message.selected_rows(), kInvalidArgument,
              PayloadSource(message), " carries no dense value",
              message.selected_rows() ? " (it carries selected rows)" : "");
-  return ValueOf(message);
+  return payload.initialized() ? std::move(payload) : ValueOf(message);
 }
 
-SelectedRows WireRows(const WireMessage& message) {
+SelectedRows WireRows(const WireMessage& message, Tensor payload) {
   RILL_CHECK(HasValue(message) && message.selected_rows(), kInvalidArgument, PayloadSource(message),
              " carries no selected rows");
   SelectedRows value;
   value.rows.assign(message.rows().begin(), message.rows().end());
   value.height = message.height();
-  value.value = ValueOf(message);
+  value.value = payload.initialized() ? std::move(payload) : ValueOf(message);
   return value;
 }
 

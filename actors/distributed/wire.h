@@ -77,6 +77,36 @@ std::string EncodeWire(const proto::WireMessage& message);
 proto::WireMessage DecodeWire(const std::string& bytes, const WireLimits& limits,
                               const std::string& peer);
 
+// -- messages whose value travels beside them (transport frames) -----------
+//
+// Over the transport (transport.h) a PUSH or VALUE leaves as a frame whose meta
+// is the message without its tensor bytes and whose payload is the tensor,
+// written from its own buffer (frame_encoder.h); the receiver gets the message
+// (its `tensor` has dtype and shape, no data) and the payload apart
+// (ReceivedFrame). A compressed PUSH keeps its codes in the message.
+
+// A message and the tensor whose bytes follow it (not initialized: none).
+struct FramedWire {
+  proto::WireMessage message;
+  Tensor payload;
+};
+
+// PUSH of a dense value, a row-sparse value, and the VALUE answering a PULL:
+// the payload shares the value's buffer (no copy; leave it unchanged until the
+// frame is written).
+FramedWire FramedPush(const std::string& var, int64_t step, const Tensor& value);
+FramedWire FramedPushRows(const std::string& var, int64_t step, const SelectedRows& value);
+FramedWire FramedValue(const std::string& var, int64_t step, const Tensor& value);
+
+// Checks a message that came in a frame with `payload` beside it, by the same
+// rules as DecodeWire (the frame's header was already held to the size
+// limits): a PUSH or VALUE's tensor either holds its bytes itself and no
+// payload came, or holds none and the payload has exactly its dtype and shape;
+// a compressed PUSH, and every kind that carries no value, has no payload.
+// Throws rill::Error (kInvalidArgument) naming `peer` and what is wrong.
+void CheckFramedWire(const proto::WireMessage& message, const Tensor& payload,
+                     const std::string& peer);
+
 // -- payloads of a decoded PUSH or VALUE ------------------------------------
 
 // The dense value. Throws kInvalidArgument when the message carries selected
@@ -86,6 +116,10 @@ Tensor WireTensor(const proto::WireMessage& message);
 // The row-sparse value. Throws kInvalidArgument when the message carries a
 // dense value or no value.
 SelectedRows WireRows(const proto::WireMessage& message);
+// The same for a message checked by CheckFramedWire: the payload, when there
+// is one, is the value itself (moved, no copy).
+Tensor WireTensor(const proto::WireMessage& message, Tensor payload);
+SelectedRows WireRows(const proto::WireMessage& message, Tensor payload);
 
 // "PUSH", "PULL", ... ("kind 12" for a value the enum does not know).
 std::string WireKindName(int kind);

@@ -16,6 +16,7 @@
 #include <future>
 #include <thread>
 
+#include "actors/distributed/frame_header.h"
 #include "actors/distributed/network.h"
 #include "actors/distributed/wire.h"
 #include "actors/distributed/wire_atom.h"
@@ -28,6 +29,7 @@
 #include "rill/runtime.h"
 #include "rill/trainer_client.h"
 #include "rill/transpiler.h"
+#include "tests/actors/transport_testing.h"
 #include "tests/testing/gradient_check.h"
 #include "tests/testing/ports.h"
 
@@ -39,10 +41,18 @@ using testing::RandomTensor;
 
 constexpr int64_t kBatch = 8;  // global: each of 2 trainers takes 4 rows
 
+// True while a test of OverTransport runs: servers and trainers talk over
+// Rill's own transport instead of CAF's middleman (issue 17, item 4).
+bool g_transport = false;
+
+FeedList Feeds(int step, int64_t begin, int64_t end);
+
 struct Model {
   Program main, startup;
   std::string loss;
   std::vector<std::string> params;
+  // Rows [begin, end) of step's global batch.
+  FeedList (*feeds)(int step, int64_t begin, int64_t end) = Feeds;
 };
 
 void BuildModel(Model* m) {
@@ -64,6 +74,29 @@ FeedList Feeds(int step, int64_t begin, int64_t end) {
   Tensor y(DataType::kInt64, {kBatch, 1});
   for (int64_t i = 0; i < kBatch; ++i) y.mutable_data<int64_t>()[i] = (i * 3 + step) % 4;
   return {{"x", x.Slice(begin, end)}, {"label", y.Slice(begin, end)}};
+}
+
+// A sparse embedding (its gradient: selected rows) under a dense layer, SGD.
+void BuildSparseModel(Model* m) {
+  Builder b(&m->main, &m->startup, 13);
+  Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
+  Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+  Var e = b.Embedding(ids, 20, 6, DataType::kFloat32, /*is_sparse=*/true);
+  Var loss = b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(e, 3), label));
+  SGD sgd(0.5f);
+  for (const auto& pair : sgd.set_placeable(true).Minimize(b, loss)) {
+    m->params.push_back(pair.param);
+  }
+  m->loss = loss.name;
+  m->feeds = [](int step, int64_t begin, int64_t end) -> FeedList {
+    Tensor ids(DataType::kInt64, {kBatch, 1});
+    Tensor y(DataType::kInt64, {kBatch, 1});
+    for (int64_t i = 0; i < kBatch; ++i) {
+      ids.mutable_data<int64_t>()[i] = (i * 7 + step) % 20;
+      y.mutable_data<int64_t>()[i] = (i + step) % 3;
+    }
+    return {{"ids", ids.Slice(begin, end)}, {"label", y.Slice(begin, end)}};
+  };
 }
 
 TranspileResult Plan(const Model& m, int trainers, const std::vector<std::string>& endpoints) {
@@ -92,11 +125,12 @@ struct Servers {
     TranspileResult plan = Plan(m, trainers, placeholders);
     const std::string checkpoint = options.checkpoint_path;
     for (int i = 0; i < count; ++i) {
-      runtimes.push_back(std::make_shared<Runtime>(1, 1, /*network=*/true));
+      runtimes.push_back(std::make_shared<Runtime>(1, 1, /*network=*/!g_transport));
       options.endpoint = "127.0.0.1:0";
       // Each server of several its own checkpoint: PATH.0, PATH.1, ...
       if (!checkpoint.empty() && count > 1) options.checkpoint_path = CheckpointOf(checkpoint, i);
       options.log = [](const std::string&) {};
+      options.transport = g_transport;
       servers.push_back(std::make_unique<ParameterServer>(
           plan.servers[static_cast<size_t>(i)].main, plan.servers[static_cast<size_t>(i)].startup,
           options, runtimes.back()));
@@ -111,6 +145,7 @@ TrainerClientOptions ClientOptions(int id, const std::vector<std::string>& endpo
   options.trainer_id = id;
   options.pservers = endpoints;
   options.connect_timeout = 5000ms;
+  options.transport = g_transport;
   return options;
 }
 
@@ -120,7 +155,7 @@ std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int 
                                int steps,
                                GradientCompression compression = GradientCompression::kNone,
                                TrainerClient::Counters* counters = nullptr, int64_t last_step = 0) {
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/!g_transport);
   Scope scope;
   Executor().Run(plan.trainer_startup, &scope);
   std::vector<std::string> endpoints;
@@ -137,7 +172,7 @@ std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int 
     const int64_t rows = kBatch / trainers;
     for (int64_t step = client->start_step() + 1; step <= client->start_step() + steps; ++step) {
       client->set_step(step);
-      exe.Run(Feeds(static_cast<int>(step), id * rows, (id + 1) * rows), {m.loss});
+      exe.Run(m.feeds(static_cast<int>(step), id * rows, (id + 1) * rows), {m.loss});
     }
   }
   client->Finish();
@@ -161,10 +196,12 @@ void TrainOneProcess(const Model& m, int steps, Scope* scope) {
   Executor exe;
   exe.Run(m.startup.desc(), scope);
   auto prepared = exe.Prepare(m.main.desc(), scope);
-  for (int step = 1; step <= steps; ++step) exe.Run(*prepared, Feeds(step, 0, kBatch), {m.loss});
+  for (int step = 1; step <= steps; ++step) {
+    exe.Run(*prepared, m.feeds(step, 0, kBatch), {m.loss});
+  }
 }
 
-TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
+void SyncTwoTrainersTwoServersMatchOneProcess() {
   Model m;
   BuildModel(&m);
   constexpr int kSteps = 20;
@@ -186,10 +223,37 @@ TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
   EXPECT_EQ(servers.servers[0]->step(), kSteps);
 }
 
+TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
+  SyncTwoTrainersTwoServersMatchOneProcess();
+}
+
+// Selected rows pushed by two trainers (rows repeating across them) are
+// merged by the server to the single-process result.
+void SparseRowsMatchOneProcess() {
+  Model m;
+  BuildSparseModel(&m);
+  constexpr int kSteps = 10;
+  Scope single;
+  TrainOneProcess(m, kSteps, &single);
+  Servers servers(m, 2, 2);
+  TranspileResult plan = Plan(m, 2, servers.endpoints);
+  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, kSteps); });
+  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, kSteps);
+  std::vector<Tensor> theirs = other.get();
+  for (auto& s : servers.serving) s.get();
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    const Tensor& expected = single.FindVar(m.params[i])->tensor();
+    EXPECT_LE(MaxRelativeDifference(mine[i], expected), 1e-5) << m.params[i];
+    EXPECT_LE(MaxRelativeDifference(theirs[i], expected), 1e-5) << m.params[i];
+  }
+}
+
+TEST(ParameterServer, SparseRowsMatchOneProcess) { SparseRowsMatchOneProcess(); }
+
 // Trainers pushing int8 gradients: the servers read them back and train close
 // to (not exactly like) the float32 run, with a quarter of the bytes for the
 // compressed gradients.
-TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
+void CompressedPushesTrainCloseToOneProcess() {
   Model m;
   BuildModel(&m);
   constexpr int kSteps = 20;
@@ -226,6 +290,10 @@ TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
   // chunk: codes + a scale; the biases stay float32.
   EXPECT_EQ(counters.pushed_raw_bytes, kSteps * 1936);
   EXPECT_EQ(counters.pushed_bytes, kSteps * (2 * (160 + 4) + 2 * (64 + 4) + 4 * (32 + 4)));
+}
+
+TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
+  CompressedPushesTrainCloseToOneProcess();
 }
 
 // Sends raw bytes as `self` and returns the server's answer, decoded.
@@ -318,7 +386,7 @@ TEST(ParameterServer, SilentTrainerEndsTheJobNamingIt) {
   }
 }
 
-TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
+void RestartedServerResumesFromItsCheckpoint() {
   Model m;
   BuildModel(&m);
   const std::string path = ::testing::TempDir() + "pserver_test.ckpt";
@@ -345,6 +413,138 @@ TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
   }
   std::remove(path.c_str());
   std::remove((path + ".prev").c_str());
+}
+
+TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
+  RestartedServerResumesFromItsCheckpoint();
+}
+
+// The same jobs with servers and trainers on Rill's transport.
+class OverTransport : public ::testing::Test {
+ protected:
+  void SetUp() override { g_transport = true; }
+  void TearDown() override { g_transport = false; }
+};
+
+TEST_F(OverTransport, SyncTwoTrainersTwoServersMatchOneProcess) {
+  SyncTwoTrainersTwoServersMatchOneProcess();
+}
+
+TEST_F(OverTransport, SparseRowsMatchOneProcess) { SparseRowsMatchOneProcess(); }
+
+TEST_F(OverTransport, CompressedPushesTrainCloseToOneProcess) {
+  CompressedPushesTrainCloseToOneProcess();
+}
+
+TEST_F(OverTransport, RestartedServerResumesFromItsCheckpoint) {
+  RestartedServerResumesFromItsCheckpoint();
+}
+
+// A trainer whose token is wrong fails its handshake at once (the server
+// keeps serving); one whose connection drops before BYE ends the job naming
+// it, and the other trainer hears why.
+TEST_F(OverTransport, AWrongTokenIsRefusedAndALostTrainerEndsTheJobNamingIt) {
+  Model m;
+  BuildModel(&m);
+  ParameterServerOptions options;
+  options.token = "s3cret";
+  Servers servers(m, 2, 1, options);
+  auto runtime = std::make_shared<Runtime>(1, 1);
+  TrainerClientOptions bad = ClientOptions(0, servers.endpoints);
+  bad.token = "guess";
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    TrainerClient refused(runtime, bad);
+    ADD_FAILURE() << "a wrong token was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
+    EXPECT_NE(std::string(e.what()).find(servers.endpoints[0]), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 4s) << "refused only at the deadline";
+  TrainerClientOptions good0 = ClientOptions(0, servers.endpoints);
+  good0.token = "s3cret";
+  TrainerClient client0(runtime, good0);
+  {
+    TrainerClientOptions good1 = ClientOptions(1, servers.endpoints);
+    good1.token = "s3cret";
+    TrainerClient client1(runtime, good1);
+    EXPECT_TRUE(client1.PullNow(servers.endpoints[0], m.params.back(), 0).initialized());
+  }  // trainer 1 leaves without BYE: its connection closes
+  const auto lost = std::chrono::steady_clock::now();
+  try {
+    servers.serving[0].get();
+    ADD_FAILURE() << "the server kept serving without trainer 1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("lost the connection to trainer 1"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - lost, 10s);
+  for (int i = 0; i < 250 && !client0.failure(); ++i) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(client0.failure());
+  try {
+    std::rethrow_exception(client0.failure());
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("trainer 1"), std::string::npos) << e.what();
+  }
+}
+
+std::vector<uint8_t> FrameHeaderBytes(uint16_t kind, uint32_t meta, uint64_t payload) {
+  FrameHeader header;
+  header.kind = kind;
+  header.meta_bytes = meta;
+  header.payload_bytes = payload;
+  const auto bytes = EncodeFrameHeader(header);
+  return {bytes.begin(), bytes.end()};
+}
+
+// What the issue saw take a CAF server down (a first packet claiming a
+// 0xFFFFFFF0-byte payload), the same claim from a peer that did prove the
+// token, a wrong token and garbage: each closed at once, the server's memory
+// stays put, and a real 2-trainer job then runs on it to the single-process
+// result.
+TEST_F(OverTransport, AbusiveConnectionsLeaveTheServerServingARealJob) {
+  Model m;
+  BuildModel(&m);
+  constexpr int kSteps = 5;
+  Scope single;
+  TrainOneProcess(m, kSteps, &single);
+  Servers servers(m, 2, 1);  // no token: an empty one, which the raw peers prove
+  const uint16_t port = servers.servers[0]->port();
+  const size_t resident = testing::ResidentBytes();
+  {
+    testing::RawSocket claim(port);
+    ASSERT_TRUE(claim.connected());
+    std::vector<uint8_t> packet = FrameHeaderBytes(1, 16, 0xFFFFFFF0u);
+    packet.resize(32, 0);
+    ASSERT_TRUE(claim.Write(packet));
+    EXPECT_TRUE(claim.ClosedByPeerWithin(10s));
+  }
+  {
+    testing::RawSocket authenticated(port);
+    ASSERT_TRUE(testing::RawHandshake(authenticated, ""));
+    ASSERT_TRUE(authenticated.Write(FrameHeaderBytes(1, 100, 0xFFFFFFF0u)));
+    EXPECT_TRUE(authenticated.ClosedByPeerWithin(10s));
+  }
+  {
+    testing::RawSocket wrong(port);
+    EXPECT_FALSE(testing::RawHandshake(wrong, "a guess"));
+    EXPECT_TRUE(wrong.ClosedByPeerWithin(10s));
+  }
+  {
+    testing::RawSocket garbage(port);
+    ASSERT_TRUE(garbage.Write(std::vector<uint8_t>(64, 0xAB)));
+    EXPECT_TRUE(garbage.ClosedByPeerWithin(10s));
+  }
+  EXPECT_LT(testing::ResidentBytes(), resident + (64u << 20));
+  TranspileResult plan = Plan(m, 2, servers.endpoints);
+  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, kSteps); });
+  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, kSteps);
+  other.get();
+  servers.serving[0].get();
+  for (size_t i = 0; i < m.params.size(); ++i) {
+    EXPECT_LE(MaxRelativeDifference(mine[i], single.FindVar(m.params[i])->tensor()), 1e-5)
+        << m.params[i];
+  }
 }
 
 TEST(ParameterServer, AnUnwritableCheckpointPathIsRefusedAtStart) {
@@ -526,11 +726,11 @@ TEST_F(TwoServerCheckpoints, ACheckpointBeyondTheJobsLastStepIsRefused) {
 
 // The second server cannot be reached after the link to the first is up: the
 // constructor throws naming it and leaves no link actor holding the runtime.
-TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
+void AConstructorThatFailsLeavesNoActorBehind() {
   Model m;
   BuildModel(&m);
   Servers servers(m, 1, 1);
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/!g_transport);
   const std::string unreachable = "127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort());
   TrainerClientOptions options = ClientOptions(0, {servers.endpoints[0], unreachable});
   options.connect_timeout = 1000ms;
@@ -544,6 +744,16 @@ TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
   ExpectShutsDownWithin(std::move(runtime), 20s);
   // The server saw the trainer come and go.
   EXPECT_THROW(servers.serving[0].get(), Error);
+}
+
+TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
+  AConstructorThatFailsLeavesNoActorBehind();
+}
+
+// The same with a link that owns a transport: its actor and its transport's
+// thread end with the client.
+TEST_F(OverTransport, AConstructorThatFailsLeavesNoActorBehind) {
+  AConstructorThatFailsLeavesNoActorBehind();
 }
 
 }  // namespace

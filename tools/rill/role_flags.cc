@@ -54,11 +54,51 @@ void RoleFlags::Bind(CLI::App& app) {
       ->type_name("N")
       ->check(AtLeast(1))
       ->group(kGroup);
+  app.add_option("--wire", wire,
+                 "connections between processes: caf (CAF's middleman) or rill (Rill's "
+                 "transport: the token proved in a handshake, frames checked before allocation)")
+      ->envname("RILL_WIRE")
+      ->check(CLI::IsMember({"caf", "rill"}))
+      ->group(kGroup);
+  app.add_option("--handshake-timeout-ms", handshake_timeout_ms,
+                 "--wire rill: a connection must prove the token within this")
+      ->type_name("N")
+      ->check(AtLeast(1))
+      ->group(kGroup);
+  app.add_option("--idle-timeout-ms", idle_timeout_ms,
+                 "--wire rill: a connection silent this long is closed (above --heartbeat-ms)")
+      ->type_name("N")
+      ->check(AtLeast(1))
+      ->group(kGroup);
+  app.add_option("--max-connections", max_connections,
+                 "--wire rill: incoming connections a server holds in all")
+      ->type_name("N")
+      ->check(AtLeast(1))
+      ->group(kGroup);
+  app.add_option("--max-connections-per-address", max_connections_per_address,
+                 "--wire rill: incoming connections a server holds from one address")
+      ->type_name("N")
+      ->check(AtLeast(1))
+      ->group(kGroup);
+}
+
+WireLimits RoleFlags::Limits() const {
+  WireLimits limits;
+  limits.max_message_bytes = static_cast<size_t>(max_message_mb) << 20;
+  limits.handshake_timeout = std::chrono::milliseconds(handshake_timeout_ms);
+  limits.idle_timeout = std::chrono::milliseconds(idle_timeout_ms);
+  limits.max_connections = max_connections;
+  limits.max_connections_per_address = max_connections_per_address;
+  return limits;
 }
 
 void RoleFlags::Check() const {
   if (peer_timeout_ms <= heartbeat_ms) {
     throw UsageError("--peer-timeout-ms (" + std::to_string(peer_timeout_ms) +
+                     ") must be above --heartbeat-ms (" + std::to_string(heartbeat_ms) + ")");
+  }
+  if (idle_timeout_ms <= heartbeat_ms) {
+    throw UsageError("--idle-timeout-ms (" + std::to_string(idle_timeout_ms) +
                      ") must be above --heartbeat-ms (" + std::to_string(heartbeat_ms) + ")");
   }
 }

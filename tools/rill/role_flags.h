@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "rill/wire_limits.h"
 #include "tools/rill/flags.h"
 
 namespace rill::cli {
@@ -25,11 +26,24 @@ struct RoleFlags {
   int peer_timeout_ms = 5000;
   int connect_timeout_ms = 30000;
   int64_t max_message_mb = 256;
+  // Which connections carry the job (issue 17, being switched): "caf" (CAF's
+  // middleman, the default until the switch is complete) or "rill" (Rill's
+  // transport, whose limits follow). Every process of a job must agree.
+  std::string wire = "caf";
+  int handshake_timeout_ms = 5000;
+  int idle_timeout_ms = 60000;
+  int max_connections = 256;
+  int max_connections_per_address = 64;
 
   // Adds --role, --trainer-id, --trainers, --pservers, --server-index, --token,
   // --async, --heartbeat-ms, --peer-timeout-ms, --connect-timeout-ms,
-  // --max-message-mb to a command, in a group of their own in its help.
+  // --max-message-mb, --wire (RILL_WIRE), --handshake-timeout-ms,
+  // --idle-timeout-ms, --max-connections, --max-connections-per-address to a
+  // command, in a group of their own in its help.
   void Bind(CLI::App& app);
+  // --max-message-mb and the transport's limits.
+  WireLimits Limits() const;
+  bool transport() const { return wire == "rill"; }
   // Throws UsageError for what the flags cannot check one by one.
   void Check() const;
   std::vector<std::string> PserverList() const;

@@ -205,7 +205,8 @@ std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role, int64_t las
   options.heartbeat = std::chrono::milliseconds(role.heartbeat_ms);
   options.peer_timeout = std::chrono::milliseconds(role.peer_timeout_ms);
   options.connect_timeout = std::chrono::milliseconds(role.connect_timeout_ms);
-  options.limits.max_message_bytes = static_cast<size_t>(role.max_message_mb) << 20;
+  options.limits = role.Limits();
+  options.transport = role.transport();
   options.gradient_compression = compression;
   options.last_step = last_step;
   auto client = std::make_shared<TrainerClient>(std::move(runtime), options);
@@ -322,7 +323,8 @@ int Train(const TrainOptions& opt) {
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
-    auto runtime = std::make_shared<Runtime>(threads, 1, /*network=*/distributed);
+    auto runtime =
+        std::make_shared<Runtime>(threads, 1, /*network=*/distributed && !opt.role.transport());
     if (distributed)
       client = ConnectTrainer(opt.role, LastStep(opt, examples, opt.role.trainers),
                               build.gradient_compression, runtime, train_program, &scope);

@@ -47,6 +47,12 @@ struct ParameterServerOptions {
   // How long all trainers have to say HELLO.
   std::chrono::milliseconds connect_timeout{60000};
   WireLimits limits;
+  // Issue 17, being switched: true serves the trainers over Rill's own
+  // transport (actors/distributed/distributed.md, "Transport": the token is
+  // proved in the handshake, frames are checked against `limits` before
+  // anything is allocated) instead of CAF's middleman. The trainers must use
+  // the same (TrainerClient cannot yet). Default false: the middleman.
+  bool transport = false;
   // Where rejected messages and events are logged (default: the log sink,
   // rill/log.h, as "<server name>: <line>").
   std::function<void(const std::string&)> log;

@@ -54,6 +54,10 @@ struct TrainerClientOptions {
   // The job's last step (0: not known), told to the servers: one whose
   // checkpoint is beyond it refuses to serve the job.
   int64_t last_step = 0;
+  // Issue 17, being switched: true talks to the servers over Rill's own
+  // transport (they must serve with ParameterServerOptions::transport): the
+  // token is proved in the handshake, never sent. Default false: CAF's middleman.
+  bool transport = false;
 };
 
 // A VarObject: the send and recv ops find it in their scope (or a parent),
@@ -131,8 +135,11 @@ class TrainerClient : public VarObject {
   // Tells every link actor to stop (they hold the runtime's actor system open).
   void CloseLinks();
   Link& LinkFor(const std::string& endpoint);
-  // The PUSH of `value`, compressed when the options say so.
-  proto::WireMessage PushMessage(const std::string& var, const Variable& value, PushedBytes* bytes);
+  // The PUSH of `value`, compressed when the options say so. With `payload`
+  // (the transport), an uncompressed value is not put in the message: a copy
+  // of it goes to *payload, to travel beside it.
+  proto::WireMessage PushMessage(const std::string& var, const Variable& value, PushedBytes* bytes,
+                                 Tensor* payload);
 
   std::shared_ptr<Runtime> runtime_;
   TrainerClientOptions options_;
