@@ -15,7 +15,6 @@
 #include "actors/distributed/transport.h"
 #include "actors/distributed/transport_mailbox.h"
 #include "actors/distributed/wire.h"
-#include "actors/distributed/wire_atom.h"
 #include "actors/executor/runtime_internals.h"
 #include "rill/error.h"
 #include "rill/executor.h"
@@ -111,10 +110,9 @@ void MeanInto(const std::map<int, Variable>& parts, int trainers, Variable* out)
 }  // namespace
 
 struct ParameterServer::State {
-  // Where a trainer's messages come from and the answers go: its actor (over
-  // CAF's middleman) or its connection on `transport`.
+  // Where a trainer's messages come from and the answers go: its connection
+  // on `transport`.
   struct Link {
-    caf::actor actor;
     ConnectionId connection = 0;
   };
 
@@ -138,9 +136,7 @@ struct ParameterServer::State {
     int64_t version = 0;
     std::map<int, Variable> parts;  // this round's gradients, by trainer
     std::vector<Pull> waiting;
-    std::string encoded;  // the parameter's VALUE at `encoded_version` (middleman)
-    int64_t encoded_version = -1;
-    // A copy of the parameter at `snapshot_version` (transport): VALUE frames
+    // A copy of the parameter at `snapshot_version`: VALUE frames
     // are written from it after the handler returns, while later updates
     // change the parameter itself.
     Tensor snapshot;
@@ -155,9 +151,8 @@ struct ParameterServer::State {
     bool bye = false;
   };
   std::map<int, Trainer> trainers;
-  std::map<caf::actor_addr, int> trainer_by_addr;
-  // With options.transport: the trainers' connections (after their HELLO),
-  // and who proved what in each open connection's handshake.
+  // The trainers' connections (after their HELLO), and who proved what in
+  // each open connection's handshake.
   std::unique_ptr<Transport> transport;
   std::map<ConnectionId, int> trainer_by_connection;
   std::map<ConnectionId, PeerInfo> connections;
@@ -210,11 +205,8 @@ namespace {
 
 using State = ParameterServer::State;
 
-void Reply(caf::event_based_actor* self, State& s, const State::Link& to,
-           const proto::WireMessage& message) {
-  if (to.actor) {
-    self->send(to.actor, wire_atom::value, EncodeWire(message));
-  } else if (s.transport && to.connection != 0) {
+void Reply(State& s, const State::Link& to, const proto::WireMessage& message) {
+  if (s.transport && to.connection != 0) {
     s.transport->Send(to.connection, EncodeMessageFrame(message, Tensor()));
   }
 }
@@ -222,17 +214,17 @@ void Reply(caf::event_based_actor* self, State& s, const State::Link& to,
 // The serve fails (a trainer is gone, an update or a checkpoint failed): tell
 // the trainers, end the serve with the reason. Only the first failure counts:
 // what follows from it (the trainers leaving) is not logged as another.
-void FailServe(caf::event_based_actor* self, State& s, ErrorCode code, const std::string& why) {
+void FailServe(State& s, ErrorCode code, const std::string& why) {
   if (s.failed) return;
   s.failed = true;
   s.Log(why, LogLevel::kError);
   for (auto& [id, trainer] : s.trainers) {
-    if (!trainer.bye) Reply(self, s, trainer.link, WireError(StrCat(s.name, ": ", why)));
+    if (!trainer.bye) Reply(s, trainer.link, WireError(StrCat(s.name, ": ", why)));
   }
   s.Finish(std::make_exception_ptr(Error(code, StrCat(s.name, ": ", why))));
 }
 
-void AnswerPulls(caf::event_based_actor* self, State& s, State::Served& block) {
+void AnswerPulls(State& s, State::Served& block) {
   std::vector<State::Pull> still;
   for (State::Pull& pull : block.waiting) {
     if (s.config.sync && block.version < pull.step) {
@@ -240,14 +232,6 @@ void AnswerPulls(caf::event_based_actor* self, State& s, State::Served& block) {
       continue;
     }
     const Tensor& value = s.scope.FindVar(block.param)->tensor();
-    if (pull.link.actor) {
-      if (block.encoded_version != block.version) {
-        block.encoded = EncodeWire(WireValue(block.param, block.version, value));
-        block.encoded_version = block.version;
-      }
-      self->send(pull.link.actor, wire_atom::value, block.encoded);
-      continue;
-    }
     if (block.snapshot_version != block.version) {
       block.snapshot = value.Clone();  // frames still in flight keep the old copy
       block.snapshot_version = block.version;
@@ -263,7 +247,7 @@ void AnswerPulls(caf::event_based_actor* self, State& s, State::Served& block) {
 // distributed.md, "Checkpoints"). A failure here is the server's (an optimizer
 // op, the checkpoint's disk), not the sender's: it ends the serve with its
 // cause.
-void Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t step) {
+void Apply(State& s, State::Served& block, int64_t step) {
   try {
     if (s.prepare && step > s.prepared_step) {
       s.executor.Run(*s.prepare);
@@ -284,17 +268,16 @@ void Apply(caf::event_based_actor* self, State& s, State::Served& block, int64_t
       }
     }
   } catch (const Error& e) {
-    FailServe(self, s, e.code(), e.message());
+    FailServe(s, e.code(), e.message());
     return;
   } catch (const std::exception& e) {
-    FailServe(self, s, ErrorCode::kInternal, e.what());
+    FailServe(s, ErrorCode::kInternal, e.what());
     return;
   }
-  AnswerPulls(self, s, block);
+  AnswerPulls(s, block);
 }
 
-void HandlePush(caf::event_based_actor* self, State& s, int trainer,
-                const proto::WireMessage& message, Tensor payload) {
+void HandlePush(State& s, int trainer, const proto::WireMessage& message, Tensor payload) {
   auto it = s.by_grad.find(message.var());
   RILL_CHECK(it != s.by_grad.end(), kNotFound, "trainer ", trainer, " pushed \"", message.var(),
              "\", which this server does not receive");
@@ -310,7 +293,7 @@ void HandlePush(caf::event_based_actor* self, State& s, int trainer,
   Variable* grad = s.scope.Var(block.grad);
   if (!s.config.sync) {
     *grad = std::move(part);
-    Apply(self, s, block, message.step());
+    Apply(s, block, message.step());
     return;
   }
   RILL_CHECK(message.step() == block.version + 1, kInvalidArgument, "trainer ", trainer,
@@ -322,7 +305,7 @@ void HandlePush(caf::event_based_actor* self, State& s, int trainer,
   if (static_cast<int>(block.parts.size()) < s.config.trainers) return;
   MeanInto(block.parts, s.config.trainers, grad);
   block.parts.clear();
-  Apply(self, s, block, message.step());
+  Apply(s, block, message.step());
 }
 
 // The steps this server can start from, newest first, as a HELLO reply says
@@ -338,18 +321,14 @@ std::vector<int64_t> StartSteps(const State& s) {
 }
 
 // HELLO from a trainer: check its token and id, register and watch it.
-void HandleHello(caf::event_based_actor* self, State& s, const State::Link& link,
-                 const proto::WireMessage& message) {
+void HandleHello(State& s, const State::Link& link, const proto::WireMessage& message) {
   const int id = message.trainer_id();
   std::string refusal;
   // A connection's peer proved the token in its handshake (and the token is
   // not sent again); it must say HELLO as the trainer it announced there.
-  const auto connection = link.actor ? s.connections.end() : s.connections.find(link.connection);
-  if (link.actor && !s.options.token.empty() && message.token() != s.options.token) {
-    refusal = StrCat("refused trainer ", id, ": wrong token");
-  } else if (!link.actor && (connection == s.connections.end() ||
-                             connection->second.hello.role != PeerRole::kTrainer ||
-                             static_cast<int>(connection->second.hello.id) != id)) {
+  const auto connection = s.connections.find(link.connection);
+  if (connection == s.connections.end() || connection->second.hello.role != PeerRole::kTrainer ||
+      static_cast<int>(connection->second.hello.id) != id) {
     refusal =
         StrCat("refused trainer ", id, ": its connection's handshake announced ",
                connection == s.connections.end() ? std::string("nothing")
@@ -362,41 +341,35 @@ void HandleHello(caf::event_based_actor* self, State& s, const State::Link& link
   }
   if (!refusal.empty()) {
     s.Log(refusal, LogLevel::kWarning);
-    Reply(self, s, link, WireError(StrCat(s.name, " ", refusal)));
+    Reply(s, link, WireError(StrCat(s.name, " ", refusal)));
     return;
   }
   s.trainers[id] = {link, Clock::now(), false};
-  if (link.actor) {
-    s.trainer_by_addr[link.actor.address()] = id;
-    self->monitor(link.actor);
-  } else {
-    s.trainer_by_connection[link.connection] = id;
-  }
+  s.trainer_by_connection[link.connection] = id;
   s.Log(StrCat("trainer ", id, " connected"));
   if (!s.resumed && s.checkpoints && message.last_step() > 0) {
     for (int64_t step : s.checkpoints->steps()) {
       if (step <= message.last_step()) continue;
       FailServe(
-          self, s, ErrorCode::kInvalidArgument,
+          s, ErrorCode::kInvalidArgument,
           StrCat("checkpoint ", s.checkpoints->Describe(step), " is at step ", step,
                  ", beyond the last step of this job (", message.last_step(), ", says trainer ", id,
                  "): a checkpoint of another job? Remove it to start over"));
       return;
     }
   }
-  Reply(self, s, link, WireHelloReply(StartSteps(s)));
+  Reply(s, link, WireHelloReply(StartSteps(s)));
 }
 
 // RESUME from a trainer: the job goes on from `step`, one of every server's
 // start steps. The first RESUME puts the values of that step in place; later
 // ones (the other trainers) must name the same step.
-void HandleResume(caf::event_based_actor* self, State& s, int trainer, const State::Link& link,
-                  int64_t step) {
+void HandleResume(State& s, int trainer, const State::Link& link, int64_t step) {
   if (s.resumed) {
     RILL_CHECK(s.served.empty() || step == s.resumed_step, kInvalidArgument, "trainer ", trainer,
                " asks to start from step ", step, ", but trainer ", s.resumed_by,
                " started this server from step ", s.resumed_step);
-    Reply(self, s, link, WireResumed(step));
+    Reply(s, link, WireResumed(step));
     return;
   }
   const std::vector<int64_t> steps = StartSteps(s);
@@ -410,7 +383,7 @@ void HandleResume(caf::event_based_actor* self, State& s, int trainer, const Sta
     try {
       s.checkpoints->Resume(step, &s.scope);
     } catch (const Error& e) {
-      FailServe(self, s, e.code(), StrCat("cannot start from step ", step, ": ", e.message()));
+      FailServe(s, e.code(), StrCat("cannot start from step ", step, ": ", e.message()));
       return;
     }
   }
@@ -424,16 +397,16 @@ void HandleResume(caf::event_based_actor* self, State& s, int trainer, const Sta
                              : s.checkpoints  ? s.checkpoints->Describe(step)
                                               : std::string("the startup values");
   s.Log(StrCat("starting from step ", step, " (", values, "), as trainer ", trainer, " asks"));
-  Reply(self, s, link, WireResumed(step));
+  Reply(s, link, WireResumed(step));
 }
 
 // A checked message from `trainer` (-1: not registered yet) over `from`, with
-// the payload that came beside it in a frame (none over the middleman).
+// the payload that came beside it in its frame.
 // Throws what the sender did wrong.
-void Dispatch(caf::event_based_actor* self, State& s, const State::Link& from, int trainer,
-              const proto::WireMessage& message, Tensor payload) {
+void Dispatch(State& s, const State::Link& from, int trainer, const proto::WireMessage& message,
+              Tensor payload) {
   if (message.kind() == proto::WireMessage::HELLO) {
-    HandleHello(self, s, from, message);
+    HandleHello(s, from, message);
     return;
   }
   RILL_CHECK(trainer >= 0, kInvalidArgument, "a ", WireKindName(message.kind()),
@@ -441,10 +414,8 @@ void Dispatch(caf::event_based_actor* self, State& s, const State::Link& from, i
   s.trainers[trainer].last_heard = Clock::now();
   switch (message.kind()) {
     case proto::WireMessage::HEARTBEAT: return;
-    case proto::WireMessage::PUSH:
-      HandlePush(self, s, trainer, message, std::move(payload));
-      return;
-    case proto::WireMessage::RESUME: HandleResume(self, s, trainer, from, message.step()); return;
+    case proto::WireMessage::PUSH: HandlePush(s, trainer, message, std::move(payload)); return;
+    case proto::WireMessage::RESUME: HandleResume(s, trainer, from, message.step()); return;
     case proto::WireMessage::PULL: {
       auto it = s.by_param.find(message.var());
       RILL_CHECK(it != s.by_param.end(), kNotFound, "trainer ", trainer, " pulled \"",
@@ -452,7 +423,7 @@ void Dispatch(caf::event_based_actor* self, State& s, const State::Link& from, i
       RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pulled \"", message.var(),
                  "\" before a RESUME said which step the job starts from");
       s.served[it->second].waiting.push_back({from, trainer, message.step()});
-      AnswerPulls(self, s, s.served[it->second]);
+      AnswerPulls(s, s.served[it->second]);
       return;
     }
     case proto::WireMessage::BYE: {
@@ -469,25 +440,9 @@ void Dispatch(caf::event_based_actor* self, State& s, const State::Link& from, i
   }
 }
 
-// A message that came over the middleman, as bytes.
-void HandleMessage(caf::event_based_actor* self, State& s, const std::string& bytes) {
-  if (s.failed) return;
-  const caf::actor sender = caf::actor_cast<caf::actor>(self->current_sender());
-  auto known = sender ? s.trainer_by_addr.find(sender.address()) : s.trainer_by_addr.end();
-  const int trainer = known == s.trainer_by_addr.end() ? -1 : known->second;
-  const std::string peer = trainer >= 0 ? StrCat("trainer ", trainer) : "an unregistered peer";
-  try {
-    Dispatch(self, s, {sender, 0}, trainer, DecodeWire(bytes, s.options.limits, peer), Tensor());
-  } catch (const Error& e) {
-    // Rejected: say why to the sender, keep serving.
-    s.Log(StrCat("rejected a message from ", peer, ": ", e.what()), LogLevel::kWarning);
-    Reply(self, s, {sender, 0}, WireError(StrCat(s.name, " rejected a message: ", e.what())));
-  }
-}
-
 // A frame that came over the transport (its header, sizes and payload already
 // checked by the decoder).
-void HandleFrame(caf::event_based_actor* self, State& s, ConnectionId from, ReceivedFrame& frame) {
+void HandleFrame(State& s, ConnectionId from, ReceivedFrame& frame) {
   if (s.failed) return;
   auto known = s.trainer_by_connection.find(from);
   const int trainer = known == s.trainer_by_connection.end() ? -1 : known->second;
@@ -503,24 +458,22 @@ void HandleFrame(caf::event_based_actor* self, State& s, ConnectionId from, Rece
                                                      : StrCat(" at ", connection->second.address));
   try {
     CheckFramedWire(frame.message, frame.payload, peer);
-    Dispatch(self, s, {caf::actor(), from}, trainer, frame.message, std::move(frame.payload));
+    Dispatch(s, {from}, trainer, frame.message, std::move(frame.payload));
   } catch (const Error& e) {
     s.Log(StrCat("rejected a message from ", peer, ": ", e.what()), LogLevel::kWarning);
-    Reply(self, s, {caf::actor(), from},
-          WireError(StrCat(s.name, " rejected a message: ", e.what())));
+    Reply(s, {from}, WireError(StrCat(s.name, " rejected a message: ", e.what())));
   }
 }
 
-// A transport connection closed: a trainer that had not said BYE is lost, as
-// when the middleman reports its actor down.
-void HandleClose(caf::event_based_actor* self, State& s, ConnectionId id, const std::string& why) {
+// A connection closed: a trainer that had not said BYE is lost.
+void HandleClose(State& s, ConnectionId id, const std::string& why) {
   s.connections.erase(id);
   auto it = s.trainer_by_connection.find(id);
   if (it == s.trainer_by_connection.end()) return;
   const int trainer = it->second;
   s.trainer_by_connection.erase(it);
   if (s.trainers[trainer].bye) return;  // finished, then left
-  FailServe(self, s, ErrorCode::kUnavailable,
+  FailServe(s, ErrorCode::kUnavailable,
             StrCat("lost the connection to trainer ", trainer, " (", why, ") before it finished"));
 }
 
@@ -532,20 +485,16 @@ void Beat(caf::event_based_actor* self, State& s) {
     const auto silent =
         std::chrono::duration_cast<std::chrono::milliseconds>(now - trainer.last_heard);
     if (silent > s.options.peer_timeout) {
-      FailServe(self, s, ErrorCode::kTimeout,
+      FailServe(s, ErrorCode::kTimeout,
                 StrCat("trainer ", id, " sent nothing for ", silent.count(), " ms (limit ",
                        s.options.peer_timeout.count(), " ms): presumed dead"));
       return;
     }
-    if (trainer.link.actor) {
-      Reply(self, s, trainer.link, WireHeartbeat());
-    } else if (s.transport) {
-      s.transport->Send(trainer.link.connection, EncodeHeartbeatFrame());
-    }
+    if (s.transport) s.transport->Send(trainer.link.connection, EncodeHeartbeatFrame());
   }
   if (static_cast<int>(s.trainers.size()) < s.config.trainers &&
       now - s.started > s.options.connect_timeout) {
-    FailServe(self, s, ErrorCode::kTimeout,
+    FailServe(s, ErrorCode::kTimeout,
               StrCat("only ", s.trainers.size(), " of ", s.config.trainers,
                      " trainers connected within ", s.options.connect_timeout.count(), " ms"));
     return;
@@ -554,16 +503,6 @@ void Beat(caf::event_based_actor* self, State& s) {
 }
 
 caf::behavior ServerActor(caf::event_based_actor* self, std::shared_ptr<State> state) {
-  self->set_down_handler([self, state](caf::down_msg& msg) {
-    State& s = *state;
-    auto it = s.trainer_by_addr.find(msg.source);
-    if (it == s.trainer_by_addr.end()) return;
-    const int id = it->second;
-    if (s.trainers[id].bye) return;  // finished, then left
-    FailServe(self, s, ErrorCode::kUnavailable,
-              StrCat("lost the connection to trainer ", id, " (", self->system().render(msg.reason),
-                     ") before it finished"));
-  });
   self->set_default_handler(
       [state](caf::scheduled_actor*, caf::message_view& view) -> caf::result<caf::message> {
         state->Log(StrCat("dropped a message that is not a wire message: ",
@@ -574,27 +513,20 @@ caf::behavior ServerActor(caf::event_based_actor* self, std::shared_ptr<State> s
   // The first beat comes from the constructor, once the actor may use the
   // transport (set after the spawn).
   return {
-      [self, state](wire_atom, const std::string& bytes) {
-        try {
-          HandleMessage(self, *state, bytes);
-        } catch (const std::exception& e) {
-          // An optimize block failed: nothing the trainers can do about it.
-          FailServe(self, *state, ErrorCode::kInternal, e.what());
-        }
-      },
       [self, state](beat_atom) { Beat(self, *state); },
       [state](transport_open_atom, ConnectionId id, const PeerInfo& peer) {
         state->connections[id] = peer;
       },
-      [self, state](transport_frame_atom, ConnectionId from, ReceivedFrame& frame) {
+      [state](transport_frame_atom, ConnectionId from, ReceivedFrame& frame) {
         try {
-          HandleFrame(self, *state, from, frame);
+          HandleFrame(*state, from, frame);
         } catch (const std::exception& e) {
-          FailServe(self, *state, ErrorCode::kInternal, e.what());
+          // An optimize block failed: nothing the trainers can do about it.
+          FailServe(*state, ErrorCode::kInternal, e.what());
         }
       },
-      [self, state](transport_close_atom, ConnectionId id, const std::string& why) {
-        HandleClose(self, *state, id, why);
+      [state](transport_close_atom, ConnectionId id, const std::string& why) {
+        HandleClose(*state, id, why);
       },
   };
 }
@@ -604,8 +536,7 @@ caf::behavior ServerActor(caf::event_based_actor* self, std::shared_ptr<State> s
 ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::ProgramDesc& startup,
                                  ParameterServerOptions options, std::shared_ptr<Runtime> runtime)
     : runtime_(std::move(runtime)), state_(std::make_shared<State>()) {
-  RILL_CHECK(runtime_ && (runtime_->network() || options.transport), kInvalidArgument,
-             "a parameter server needs a Runtime constructed with the network loaded");
+  RILL_CHECK(runtime_ != nullptr, kInvalidArgument, "a parameter server needs a Runtime");
   State& s = *state_;
   s.options = std::move(options);
   s.main = main;
@@ -646,13 +577,9 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
   s.started = Clock::now();
   s.actor = ActorSystemOf(*runtime_).spawn(ServerActor, state_);
   try {
-    if (s.options.transport) {
-      s.transport = std::make_unique<Transport>(
-          TransportOptionsFor(s.options.token, s.options.limits), CallbacksToActor(s.actor));
-      s.port = s.transport->Listen(Endpoint{s.options.bind, endpoint.port});
-    } else {
-      s.port = Publish(ActorSystemOf(*runtime_), s.actor, Endpoint{s.options.bind, endpoint.port});
-    }
+    s.transport = std::make_unique<Transport>(
+        TransportOptionsFor(s.options.token, s.options.limits), CallbacksToActor(s.actor));
+    s.port = s.transport->Listen(Endpoint{s.options.bind, endpoint.port});
   } catch (...) {
     // No destructor runs for a constructor that throws: stop the actor here,
     // or the actor system would wait for it forever.

@@ -8,11 +8,9 @@
 #include <unordered_map>
 
 #include "actors/distributed/frame_encoder.h"
-#include "actors/distributed/network.h"
 #include "actors/distributed/transport.h"
 #include "actors/distributed/transport_mailbox.h"
 #include "actors/distributed/wire.h"
-#include "actors/distributed/wire_atom.h"
 #include "actors/executor/runtime_internals.h"
 #include "rill/error.h"
 #include "rill/runtime.h"
@@ -21,13 +19,11 @@ namespace rill {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-// From the trainer's threads to a link actor: bytes to send to its server.
-using relay_atom = caf::atom_constant<caf::atom("relay")>;
 // To a link actor from itself: send a heartbeat, check the server's.
 using beat_atom = caf::atom_constant<caf::atom("beat")>;
 // To a link actor: stop (the client is gone).
 using close_atom = caf::atom_constant<caf::atom("close")>;
-// To a link actor over the transport: its connection is set; say HELLO.
+// To a link actor: its connection is set; say HELLO.
 using start_atom = caf::atom_constant<caf::atom("start")>;
 
 constexpr const char* kClientVar = "@trainer_client";
@@ -37,26 +33,18 @@ constexpr const char* kClientVar = "@trainer_client";
 // What a link's actor and the trainer's threads share.
 struct TrainerClient::Link {
   std::string endpoint;
-  caf::actor server;  // over the middleman
   caf::actor actor;
-  // Over the transport: this link's own, with one connection to the server,
-  // set before the actor starts. Send is called from the trainer's threads
+  // This link's own transport, with one connection to the server, set before
+  // the actor starts. Send is called from the trainer's threads
   // and the actor alike (Transport::Send is thread-safe). Destroyed with the
   // link, by its last holder: the client or the actor, never the transport's
   // own thread (its callbacks hold only the actor's handle).
   std::unique_ptr<Transport> transport;
   ConnectionId connection = 0;
 
-  // Sends `message` and, over the transport, `payload`'s bytes beside it
-  // (over the middleman a value travels inside the message).
+  // Sends `message` with `payload`'s bytes beside it (frame_encoder.h).
   void Send(proto::WireMessage message, const Tensor& payload = Tensor()) {
-    if (transport) {
-      transport->Send(connection, EncodeMessageFrame(std::move(message), payload));
-      return;
-    }
-    RILL_CHECK(!payload.initialized(), kInternal, "a payload beside a message to ", endpoint,
-               " over the middleman");
-    caf::anon_send(actor, relay_atom::value, EncodeWire(message));
+    transport->Send(connection, EncodeMessageFrame(std::move(message), payload));
   }
 
   std::mutex mutex;
@@ -96,8 +84,8 @@ struct TrainerClient::Link {
 
 namespace {
 
-// A checked answer from the server; `payload` came beside it over the
-// transport. False: the link failed (the actor is to stop).
+// A checked answer from the server, with the payload that came beside it. False: the link failed
+// (the actor is to stop).
 bool HandleAnswer(const std::shared_ptr<TrainerClient::Link>& link, const std::string& server,
                   const proto::WireMessage& message, Tensor payload) {
   switch (message.kind()) {
@@ -147,34 +135,20 @@ bool HandleAnswer(const std::shared_ptr<TrainerClient::Link>& link, const std::s
   }
 }
 
-// The actor of one link: relays, heartbeats, and the server's answers. Over
-// the middleman it watches the server's actor (a down message: lost); over
-// the transport its connection (a close: lost), and it starts once told its
-// connection.
+// The actor of one link: heartbeats, and the server's answers. It watches its
+// connection (a close: lost) and the server's silence, and starts once told
+// its connection.
 caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerClient::Link> link,
                         TrainerClientOptions options) {
   auto last_heard = std::make_shared<Clock::time_point>(Clock::now());
   const std::string server = StrCat("parameter server ", link->endpoint);
-  const auto hello =
-      WireHello(options.trainer_id, options.transport ? "" : options.token, options.last_step);
-  if (!options.transport) {
-    self->monitor(link->server);
-    self->set_down_handler([self, link, server](caf::down_msg& msg) {
-      link->Fail(ErrorCode::kUnavailable, StrCat("lost the connection to ", server, " (",
-                                                 self->system().render(msg.reason), ")"));
-      self->quit();
-    });
-    self->send(link->server, wire_atom::value, EncodeWire(hello));
-    self->delayed_send(self, options.heartbeat, beat_atom::value);
-  }
+  // No token in it: the handshake proved it.
+  const auto hello = WireHello(options.trainer_id, "", options.last_step);
   return {
       [self, link, last_heard, hello, options](start_atom) {
         *last_heard = Clock::now();
         link->Send(hello);
         self->delayed_send(self, options.heartbeat, beat_atom::value);
-      },
-      [self, link](relay_atom, std::string& bytes) {
-        self->send(link->server, wire_atom::value, std::move(bytes));
       },
       [self, link, server, last_heard, options](beat_atom) {
         const auto silent =
@@ -186,26 +160,10 @@ caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerCli
           self->quit();
           return;
         }
-        if (link->transport) {
-          link->transport->Send(link->connection, EncodeHeartbeatFrame());
-        } else {
-          self->send(link->server, wire_atom::value, EncodeWire(WireHeartbeat()));
-        }
+        link->transport->Send(link->connection, EncodeHeartbeatFrame());
         self->delayed_send(self, options.heartbeat, beat_atom::value);
       },
       [self](close_atom) { self->quit(); },
-      [self, link, server, last_heard, options](wire_atom, const std::string& bytes) {
-        *last_heard = Clock::now();
-        proto::WireMessage message;
-        try {
-          message = DecodeWire(bytes, options.limits, server);
-        } catch (const Error& e) {
-          link->Fail(ErrorCode::kInvalidArgument, e.what());
-          self->quit();
-          return;
-        }
-        if (!HandleAnswer(link, server, message, Tensor())) self->quit();
-      },
       [](transport_open_atom, ConnectionId, const PeerInfo&) {},
       [self, link, server, last_heard](transport_frame_atom, ConnectionId, ReceivedFrame& frame) {
         *last_heard = Clock::now();
@@ -231,8 +189,7 @@ caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerCli
 
 TrainerClient::TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOptions options)
     : runtime_(std::move(runtime)), options_(std::move(options)) {
-  RILL_CHECK(runtime_ && (runtime_->network() || options_.transport), kInvalidArgument,
-             "a trainer client needs a Runtime constructed with the network loaded");
+  RILL_CHECK(runtime_ != nullptr, kInvalidArgument, "a trainer client needs a Runtime");
   RILL_CHECK(!options_.pservers.empty(), kInvalidArgument, "a trainer needs parameter servers");
   try {
     ConnectAll();
@@ -253,12 +210,6 @@ void TrainerClient::ConnectAll() {
     const auto left =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     const auto wait = std::max(left, std::chrono::milliseconds(1));
-    if (!options_.transport) {
-      link->server = Connect(system, ParseEndpoint(endpoint), wait);
-      link->actor = system.spawn(LinkActor, link, options_);
-      links_.push_back(link);
-      continue;
-    }
     link->actor = system.spawn(LinkActor, link, options_);
     links_.push_back(link);  // from here CloseLinks stops the actor
     link->transport = std::make_unique<Transport>(
@@ -340,7 +291,7 @@ TrainerClient::PushedBytes TrainerClient::Push(const std::string& endpoint, cons
   if (auto failure = link.Failure()) std::rethrow_exception(failure);
   PushedBytes bytes;
   Tensor payload;
-  proto::WireMessage message = PushMessage(var, value, &bytes, link.transport ? &payload : nullptr);
+  proto::WireMessage message = PushMessage(var, value, &bytes, &payload);
   message.set_trainer_id(options_.trainer_id);
   link.Send(std::move(message), payload);
   pushed_raw_bytes_.fetch_add(bytes.raw, std::memory_order_relaxed);
@@ -362,22 +313,18 @@ proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Vari
   if (options_.gradient_compression == GradientCompression::kNone || !values.initialized() ||
       values.dtype() != DataType::kFloat32 || elements < options_.compression_min_elements) {
     bytes->sent = bytes->raw;
-    if (payload != nullptr) {
-      // A copy: the caller may overwrite the value once Push returns, while
-      // the frame leaves later from the payload's buffer.
-      FramedWire framed;
-      if (rows) {
-        SelectedRows copy = value.selected_rows();
-        copy.value = copy.value.Clone();
-        framed = FramedPushRows(var, step(), copy);
-      } else {
-        framed = FramedPush(var, step(), value.tensor().Clone());
-      }
-      *payload = std::move(framed.payload);
-      return std::move(framed.message);
+    // A copy: the caller may overwrite the value once Push returns, while
+    // the frame leaves later from the payload's buffer.
+    FramedWire framed;
+    if (rows) {
+      SelectedRows copy = value.selected_rows();
+      copy.value = copy.value.Clone();
+      framed = FramedPushRows(var, step(), copy);
+    } else {
+      framed = FramedPush(var, step(), value.tensor().Clone());
     }
-    return rows ? WirePushRows(var, step(), value.selected_rows())
-                : WirePush(var, step(), value.tensor());
+    *payload = std::move(framed.payload);
+    return std::move(framed.message);
   }
   std::vector<float>* residual;
   {

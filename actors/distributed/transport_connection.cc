@@ -265,8 +265,8 @@ void Connection::OnRead(const error_code& error, size_t bytes, bool staged) {
 void Connection::DeliverFrames() {
   while (decoder_->HasFrame() && !closed_) {
     ReceivedFrame frame = decoder_->TakeFrame();
-    if (frame.kind == FrameKind::kHeartbeat) continue;
-    ++owner_.stats().frames_received;
+    // Heartbeats go to the owner too: they are how it knows the peer lives.
+    if (frame.kind == FrameKind::kMessage) ++owner_.stats().frames_received;
     if (!owner_.callbacks().on_frame) continue;
     try {
       owner_.callbacks().on_frame(id_, std::move(frame));

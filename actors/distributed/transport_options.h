@@ -65,6 +65,7 @@ struct PeerInfo {
 // call Transport::Connect). Send and Close may be called from them.
 struct TransportCallbacks {
   std::function<void(ConnectionId, const PeerInfo&)> on_open;
+  // Message frames and heartbeats (kind kHeartbeat, nothing in them).
   std::function<void(ConnectionId, ReceivedFrame)> on_frame;
   // For connections that were open; `why` names the peer and the cause.
   std::function<void(ConnectionId, const std::string& why)> on_close;

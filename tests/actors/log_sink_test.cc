@@ -4,18 +4,16 @@
 // error again.
 #include <gtest/gtest.h>
 
-#include <caf/scoped_actor.hpp>
 #include <chrono>
+#include <future>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "actors/channels/fiber_pool.h"
-#include "actors/distributed/network.h"
+#include "actors/distributed/transport.h"
 #include "actors/distributed/wire.h"
-#include "actors/distributed/wire_atom.h"
-#include "actors/executor/runtime_internals.h"
 #include "rill/builder.h"
 #include "rill/log.h"
 #include "rill/optimizer.h"
@@ -48,18 +46,22 @@ TEST_F(LogSinkTest, AParameterServersRejectedMessageReachesTheSink) {
   plan_options.pservers = {"127.0.0.1:1"};
   TranspileResult plan = Transpile(main.desc(), startup.desc(), plan_options);
 
-  auto server_runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  auto server_runtime = std::make_shared<Runtime>(1, 1);
   ParameterServerOptions options;  // no `log`: the sink
   ParameterServer server(plan.servers[0].main, plan.servers[0].startup, options, server_runtime);
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
-  caf::scoped_actor self{ActorSystemOf(*runtime)};
-  caf::actor actor = Connect(ActorSystemOf(*runtime),
-                             ParseEndpoint("127.0.0.1:" + std::to_string(server.port())), 5s);
-  self->send(actor, wire_atom::value, std::string("\x08\xff garbage \x12"));
-  bool answered = false;
-  self->receive([&](wire_atom, const std::string&) { answered = true; },
-                caf::after(5s) >> [] { ADD_FAILURE() << "no answer in 5 s"; });
-  ASSERT_TRUE(answered);
+  // A peer that proves the (empty) token, then pulls before its HELLO.
+  std::promise<void> answered;
+  TransportCallbacks callbacks;
+  callbacks.on_frame = [&answered](ConnectionId, ReceivedFrame frame) {
+    if (frame.kind == FrameKind::kMessage) answered.set_value();
+  };
+  Transport client(TransportOptions{}, callbacks);
+  const ConnectionId to =
+      client.Connect(ParseEndpoint("127.0.0.1:" + std::to_string(server.port())),
+                     Hello{PeerRole::kTrainer, 0, {}}, 5s);
+  client.Send(
+      to, EncodeMessageFrame(WirePull(plan.servers[0].main.blocks(0).vars(0).name()), Tensor()));
+  ASSERT_EQ(answered.get_future().wait_for(5s), std::future_status::ready) << "no answer in 5 s";
   // The server logs before it answers.
   const auto* logged = captured_.Find("rejected a message from");
   ASSERT_NE(logged, nullptr);

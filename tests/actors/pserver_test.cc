@@ -1,6 +1,6 @@
-// Parameter servers and trainers in one process, over loopback: each server
-// and each trainer has a Runtime (an actor system with the network) of its
-// own, as separate processes would. Sync training matches the single-process
+// Parameter servers and trainers in one process, over loopback on Rill's
+// transport: each server and each trainer has a Runtime (an actor system) of
+// its own, as separate processes would. Sync training matches the single-process
 // run on the global batch; bad messages and bad tokens are refused while the
 // server keeps serving; a silent trainer ends the job with its name; a
 // restarted server resumes from its checkpoint.
@@ -8,19 +8,18 @@
 
 #include <gtest/gtest.h>
 
-#include <caf/scoped_actor.hpp>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <future>
 #include <thread>
 
 #include "actors/distributed/frame_header.h"
-#include "actors/distributed/network.h"
+#include "actors/distributed/transport.h"
 #include "actors/distributed/wire.h"
-#include "actors/distributed/wire_atom.h"
-#include "actors/executor/runtime_internals.h"
 #include "rill/builder.h"
 #include "rill/checkpoint.h"
 #include "rill/executor.h"
@@ -40,10 +39,6 @@ using namespace std::chrono_literals;
 using testing::RandomTensor;
 
 constexpr int64_t kBatch = 8;  // global: each of 2 trainers takes 4 rows
-
-// True while a test of OverTransport runs: servers and trainers talk over
-// Rill's own transport instead of CAF's middleman (issue 17, item 4).
-bool g_transport = false;
 
 FeedList Feeds(int step, int64_t begin, int64_t end);
 
@@ -125,12 +120,11 @@ struct Servers {
     TranspileResult plan = Plan(m, trainers, placeholders);
     const std::string checkpoint = options.checkpoint_path;
     for (int i = 0; i < count; ++i) {
-      runtimes.push_back(std::make_shared<Runtime>(1, 1, /*network=*/!g_transport));
+      runtimes.push_back(std::make_shared<Runtime>(1, 1));
       options.endpoint = "127.0.0.1:0";
       // Each server of several its own checkpoint: PATH.0, PATH.1, ...
       if (!checkpoint.empty() && count > 1) options.checkpoint_path = CheckpointOf(checkpoint, i);
       options.log = [](const std::string&) {};
-      options.transport = g_transport;
       servers.push_back(std::make_unique<ParameterServer>(
           plan.servers[static_cast<size_t>(i)].main, plan.servers[static_cast<size_t>(i)].startup,
           options, runtimes.back()));
@@ -145,7 +139,6 @@ TrainerClientOptions ClientOptions(int id, const std::vector<std::string>& endpo
   options.trainer_id = id;
   options.pservers = endpoints;
   options.connect_timeout = 5000ms;
-  options.transport = g_transport;
   return options;
 }
 
@@ -155,7 +148,7 @@ std::vector<Tensor> RunTrainer(const Model& m, const TranspileResult& plan, int 
                                int steps,
                                GradientCompression compression = GradientCompression::kNone,
                                TrainerClient::Counters* counters = nullptr, int64_t last_step = 0) {
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/!g_transport);
+  auto runtime = std::make_shared<Runtime>(1, 1);
   Scope scope;
   Executor().Run(plan.trainer_startup, &scope);
   std::vector<std::string> endpoints;
@@ -296,61 +289,79 @@ TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
   CompressedPushesTrainCloseToOneProcess();
 }
 
-// Sends raw bytes as `self` and returns the server's answer, decoded.
-proto::WireMessage Ask(caf::scoped_actor& self, const caf::actor& server,
-                       const std::string& bytes) {
-  self->send(server, wire_atom::value, bytes);
-  proto::WireMessage answer;
-  self->receive(
-      [&](wire_atom, const std::string& reply) { answer = DecodeWire(reply, {}, "server"); },
-      caf::after(5s) >> [] { ADD_FAILURE() << "no answer in 5 s"; });
-  return answer;
-}
+// A peer that proved the token in its handshake but speaks the protocol by
+// hand: what it sends and the server's answers, one at a time.
+class RawTrainer {
+ public:
+  RawTrainer(const std::string& endpoint, int id, const std::string& token) {
+    TransportOptions options;
+    options.token = token;
+    TransportCallbacks callbacks;
+    callbacks.on_frame = [this](ConnectionId, ReceivedFrame frame) {
+      if (frame.kind != FrameKind::kMessage) return;  // heartbeats
+      std::lock_guard<std::mutex> lock(mutex_);
+      answers_.push_back(std::move(frame.message));
+      arrived_.notify_all();
+    };
+    transport_ = std::make_unique<Transport>(options, callbacks);
+    connection_ =
+        transport_->Connect(ParseEndpoint(endpoint), Hello{PeerRole::kTrainer, id, {}}, 5s);
+  }
 
-TEST(ParameterServer, RejectsBadMessagesAndTokensAndKeepsServing) {
+  void Send(const proto::WireMessage& message) {
+    transport_->Send(connection_, EncodeMessageFrame(message, Tensor()));
+  }
+
+  // Sends `message`, returns the server's next answer (an empty message after 5 s).
+  proto::WireMessage Ask(const proto::WireMessage& message) {
+    Send(message);
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!arrived_.wait_for(lock, 5s, [this] { return !answers_.empty(); })) {
+      ADD_FAILURE() << "no answer in 5 s";
+      return {};
+    }
+    proto::WireMessage answer = std::move(answers_.front());
+    answers_.pop_front();
+    return answer;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<proto::WireMessage> answers_;
+  std::unique_ptr<Transport> transport_;  // last: its thread stops before the rest goes
+  ConnectionId connection_ = 0;
+};
+
+// Messages that break the protocol, from a peer that did prove the token, are
+// answered with an ERROR naming what is wrong; the server keeps serving.
+TEST(ParameterServer, RejectsBadMessagesAndKeepsServing) {
   Model m;
   BuildModel(&m);
   ParameterServerOptions options;
   options.token = "s3cret";
-  options.limits.max_message_bytes = 64 << 10;
   Servers servers(m, 2, 1, options);
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
-  {
-    caf::scoped_actor self{ActorSystemOf(*runtime)};
-    caf::actor server = Connect(ActorSystemOf(*runtime), ParseEndpoint(servers.endpoints[0]), 5s);
-    proto::WireMessage answer = Ask(self, server, "\x08\xff garbage \x12");
-    EXPECT_EQ(answer.kind(), proto::WireMessage::ERROR);
-    EXPECT_NE(answer.error().find("rejected"), std::string::npos) << answer.error();
-    answer = Ask(self, server, std::string(100 << 10, 'x'));
-    EXPECT_EQ(answer.kind(), proto::WireMessage::ERROR);
-    EXPECT_NE(answer.error().find("limit"), std::string::npos) << answer.error();
-    answer = Ask(self, server, EncodeWire(WirePull(m.params[0])));
-    EXPECT_NE(answer.error().find("did not say HELLO"), std::string::npos) << answer.error();
-    answer = Ask(self, server, EncodeWire(WireHello(1, "wrong")));
-    EXPECT_NE(answer.error().find("wrong token"), std::string::npos) << answer.error();
-    answer = Ask(self, server, EncodeWire(WireHello(1, "s3cret")));
-    ASSERT_EQ(answer.kind(), proto::WireMessage::HELLO);
-    answer = Ask(self, server, EncodeWire(WirePull("no_such_parameter")));
-    EXPECT_NE(answer.error().find("no_such_parameter"), std::string::npos) << answer.error();
+  auto runtime = std::make_shared<Runtime>(1, 1);
+  RawTrainer raw(servers.endpoints[0], 1, "s3cret");
+  proto::WireMessage answer = raw.Ask(WirePull(m.params[0]));
+  EXPECT_EQ(answer.kind(), proto::WireMessage::ERROR);
+  EXPECT_NE(answer.error().find("did not say HELLO"), std::string::npos) << answer.error();
+  answer = raw.Ask(WireHello(0, ""));
+  EXPECT_NE(answer.error().find("handshake announced id 1"), std::string::npos) << answer.error();
+  answer = raw.Ask(WireHello(1, ""));
+  ASSERT_EQ(answer.kind(), proto::WireMessage::HELLO);
+  answer = raw.Ask(WirePull("no_such_parameter"));
+  EXPECT_NE(answer.error().find("no_such_parameter"), std::string::npos) << answer.error();
+  answer = raw.Ask(WireError("an answer, not a request"));
+  EXPECT_NE(answer.error().find("not for a server"), std::string::npos) << answer.error();
 
-    // A client with a wrong token is refused; one with the right token is served.
-    TrainerClientOptions bad = ClientOptions(0, servers.endpoints);
-    bad.token = "guess";
-    try {
-      TrainerClient refused(runtime, bad);
-      ADD_FAILURE() << "a wrong token was accepted";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), ErrorCode::kUnavailable);
-      EXPECT_NE(std::string(e.what()).find("wrong token"), std::string::npos) << e.what();
-    }
-    TrainerClientOptions good = ClientOptions(0, servers.endpoints);
-    good.token = "s3cret";
-    TrainerClient client(runtime, good);
-    Tensor value = client.PullNow(servers.endpoints[0], m.params.back(), 0);
-    EXPECT_TRUE(value.initialized());
-    client.Finish();
-    self->send(server, wire_atom::value, EncodeWire(WireBye(1)));
-  }
+  TrainerClientOptions good = ClientOptions(0, servers.endpoints);
+  good.token = "s3cret";
+  TrainerClient client(runtime, good);
+  Tensor value = client.PullNow(servers.endpoints[0], m.params.back(), 0);
+  EXPECT_TRUE(value.initialized());
+  client.Finish();
+  raw.Send(WireBye(1));
   servers.serving[0].get();  // every trainer said BYE
 }
 
@@ -361,10 +372,9 @@ TEST(ParameterServer, SilentTrainerEndsTheJobNamingIt) {
   options.heartbeat = 100ms;
   options.peer_timeout = 600ms;
   Servers servers(m, 2, 1, options);
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
-  caf::scoped_actor self{ActorSystemOf(*runtime)};
-  caf::actor server = Connect(ActorSystemOf(*runtime), ParseEndpoint(servers.endpoints[0]), 5s);
-  ASSERT_EQ(Ask(self, server, EncodeWire(WireHello(1, ""))).kind(), proto::WireMessage::HELLO);
+  auto runtime = std::make_shared<Runtime>(1, 1);
+  RawTrainer silent(servers.endpoints[0], 1, "");  // says HELLO, then nothing
+  ASSERT_EQ(silent.Ask(WireHello(1, "")).kind(), proto::WireMessage::HELLO);
   TrainerClientOptions options0 = ClientOptions(0, servers.endpoints);
   options0.heartbeat = 100ms;
   TrainerClient client(runtime, options0);
@@ -419,31 +429,10 @@ TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
   RestartedServerResumesFromItsCheckpoint();
 }
 
-// The same jobs with servers and trainers on Rill's transport.
-class OverTransport : public ::testing::Test {
- protected:
-  void SetUp() override { g_transport = true; }
-  void TearDown() override { g_transport = false; }
-};
-
-TEST_F(OverTransport, SyncTwoTrainersTwoServersMatchOneProcess) {
-  SyncTwoTrainersTwoServersMatchOneProcess();
-}
-
-TEST_F(OverTransport, SparseRowsMatchOneProcess) { SparseRowsMatchOneProcess(); }
-
-TEST_F(OverTransport, CompressedPushesTrainCloseToOneProcess) {
-  CompressedPushesTrainCloseToOneProcess();
-}
-
-TEST_F(OverTransport, RestartedServerResumesFromItsCheckpoint) {
-  RestartedServerResumesFromItsCheckpoint();
-}
-
 // A trainer whose token is wrong fails its handshake at once (the server
 // keeps serving); one whose connection drops before BYE ends the job naming
 // it, and the other trainer hears why.
-TEST_F(OverTransport, AWrongTokenIsRefusedAndALostTrainerEndsTheJobNamingIt) {
+TEST(ParameterServer, AWrongTokenIsRefusedAndALostTrainerEndsTheJobNamingIt) {
   Model m;
   BuildModel(&m);
   ParameterServerOptions options;
@@ -502,7 +491,7 @@ std::vector<uint8_t> FrameHeaderBytes(uint16_t kind, uint32_t meta, uint64_t pay
 // token, a wrong token and garbage: each closed at once, the server's memory
 // stays put, and a real 2-trainer job then runs on it to the single-process
 // result.
-TEST_F(OverTransport, AbusiveConnectionsLeaveTheServerServingARealJob) {
+TEST(ParameterServer, AbusiveConnectionsLeaveTheServerServingARealJob) {
   Model m;
   BuildModel(&m);
   constexpr int kSteps = 5;
@@ -686,7 +675,7 @@ TEST_F(TwoServerCheckpoints, ServersWhoseNewestCheckpointsDifferResumeFromTheCom
 // running; the servers keep their files.
 TEST_F(TwoServerCheckpoints, ServersWithNoStepInCommonAreRefused) {
   CopyCheckpoint(Kept(2), Server(1));
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/true);
+  auto runtime = std::make_shared<Runtime>(1, 1);
   {
     Servers servers(m_, 1, 2, options_);
     EXPECT_EQ(servers.servers[1]->start_steps(), (std::vector<int64_t>{2, 0}));
@@ -730,7 +719,7 @@ void AConstructorThatFailsLeavesNoActorBehind() {
   Model m;
   BuildModel(&m);
   Servers servers(m, 1, 1);
-  auto runtime = std::make_shared<Runtime>(1, 1, /*network=*/!g_transport);
+  auto runtime = std::make_shared<Runtime>(1, 1);
   const std::string unreachable = "127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort());
   TrainerClientOptions options = ClientOptions(0, {servers.endpoints[0], unreachable});
   options.connect_timeout = 1000ms;
@@ -752,9 +741,6 @@ TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
 
 // The same with a link that owns a transport: its actor and its transport's
 // thread end with the client.
-TEST_F(OverTransport, AConstructorThatFailsLeavesNoActorBehind) {
-  AConstructorThatFailsLeavesNoActorBehind();
-}
 
 }  // namespace
 }  // namespace rill

@@ -69,6 +69,7 @@ EchoServer::EchoServer(TransportOptions options) {
   auto self = std::make_shared<Transport*>(nullptr);
   TransportCallbacks callbacks;
   callbacks.on_frame = [self](ConnectionId from, ReceivedFrame frame) {
+    if (frame.kind == FrameKind::kHeartbeat) return;
     proto::WireMessage reply = frame.message;
     reply.set_kind(proto::WireMessage::VALUE);
     reply.set_step(frame.message.step() + 1);

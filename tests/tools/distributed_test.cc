@@ -94,21 +94,12 @@ struct Process {
   }
 };
 
-// True in the run where every process talks over Rill's transport (CTest's
-// <test>.rill_wire sets RILL_WIRE=rill; the children inherit it).
-bool RillWire() {
-  const char* wire = std::getenv("RILL_WIRE");
-  return wire != nullptr && std::string(wire) == "rill";
-}
-
 class DistributedTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("distributed_test_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) +
-            // Its own directory: CTest may run both wires' runs of a test at once.
-            (RillWire() ? "_rill_wire" : ""));
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -267,10 +258,6 @@ TEST_F(DistributedTest, AsyncTrainingConverges) {
   ASSERT_TRUE(launch.Wait(300s)) << launch.Output();
   ASSERT_EQ(launch.status, 0) << launch.Output();
   const std::string output = launch.Output();
-  // The run with RILL_WIRE=rill (CTest's <test>.rill_wire) is on Rill's transport.
-  EXPECT_NE(output.find(RillWire() ? "over Rill's transport" : "over CAF's middleman"),
-            std::string::npos)
-      << output;
   int trainers = 0;
   std::istringstream lines(output);
   for (std::string line; std::getline(lines, line);) {
@@ -550,15 +537,10 @@ TEST_F(DistributedTest, WrongTokenIsRefused) {
            endpoints[0], "--model", "linreg", "--token", "wrong", "--max-steps", "5"},
           60s);
   EXPECT_EQ(status, 1);
-  // CAF's middleman: the server compares the token sent in HELLO; Rill's
-  // transport: the handshake's HMAC fails (the token is never sent).
-  const bool rill_wire = RillWire();
-  EXPECT_NE(processes_.back()->Output().find(rill_wire ? "the job's tokens differ" : "wrong token"),
-            std::string::npos)
+  // The handshake's HMAC fails (the token is never sent).
+  EXPECT_NE(processes_.back()->Output().find("the job's tokens differ"), std::string::npos)
       << processes_.back()->Output();
-  EXPECT_NE(server.Output().find(rill_wire ? "does not hold the job's token"
-                                           : "refused trainer 0: wrong token"),
-            std::string::npos)
+  EXPECT_NE(server.Output().find("does not hold the job's token"), std::string::npos)
       << server.Output();
   EXPECT_FALSE(server.Wait(0ms)) << "the server stopped after refusing a trainer";
 }

@@ -152,6 +152,7 @@ std::unique_ptr<Transport> StartTransportEcho(uint16_t* port) {
     return *buffer;
   };
   callbacks.on_frame = [self](ConnectionId from, ReceivedFrame frame) {
+    if (frame.kind == FrameKind::kHeartbeat) return;
     proto::WireMessage reply;
     reply.set_kind(proto::WireMessage::VALUE);
     reply.set_var(frame.message.var());

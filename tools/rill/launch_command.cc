@@ -60,7 +60,6 @@ struct LaunchFlags {
   int64_t checkpoint_every = 0;
   int peer_timeout_ms = 5000;
   int grace_ms = 15000;
-  std::string wire = "caf";
   std::vector<std::string> train_flags;
 };
 
@@ -109,9 +108,9 @@ int Launch(const LaunchFlags& flags) {
   }
   const std::vector<std::string> model_flags = {"--model", model, "--optimizer", optimizer,
                                                 "--lr",    lr,    "--seed",      seed};
-  const std::vector<std::string> job_flags = {
-      "--trainers",        std::to_string(trainers),        "--pservers", endpoints,
-      "--peer-timeout-ms", std::to_string(peer_timeout_ms), "--wire",     flags.wire};
+  const std::vector<std::string> job_flags = {"--trainers",        std::to_string(trainers),
+                                              "--pservers",        endpoints,
+                                              "--peer-timeout-ms", std::to_string(peer_timeout_ms)};
   const std::map<std::string, std::string> env = {{"RILL_TOKEN", token}};
   std::printf("rill launch: %d trainers, %d parameter servers (%s), programs in %s\n", trainers,
               pservers, endpoints.c_str(), dir.c_str());
@@ -196,11 +195,6 @@ Command AddLaunchCommand(CLI::App& rill) {
                   "a peer silent this long is declared dead")
       ->type_name("N")
       ->check(AtLeast(2));
-  app->add_option("--wire", flags->wire,
-                  "connections between the processes: caf (CAF's middleman) or rill (Rill's\n"
-                  "transport); given to every server and trainer")
-      ->envname("RILL_WIRE")
-      ->check(CLI::IsMember({"caf", "rill"}));
   app->add_option("--grace-ms", flags->grace_ms,
                   "after one process fails, how long the others have to stop on\n"
                   "their own before they are killed")

@@ -55,15 +55,13 @@ int Serve(const PserverFlags& flags) {
   options.peer_timeout = std::chrono::milliseconds(role.peer_timeout_ms);
   options.connect_timeout = std::chrono::milliseconds(role.connect_timeout_ms);
   options.limits = role.Limits();
-  options.transport = role.transport();
-  auto runtime = std::make_shared<Runtime>(flags.threads, 1, /*network=*/!role.transport());
+  auto runtime = std::make_shared<Runtime>(flags.threads, 1);
   ParameterServer server(LoadProgram(flags.program), LoadProgram(startup), options, runtime);
   std::string steps;
   for (int64_t step : server.start_steps())
     steps += (steps.empty() ? "" : ", ") + std::to_string(step);
-  std::printf("pserver listening on %s:%u (bound to %s, over %s), can start from step %s\n",
+  std::printf("pserver listening on %s:%u (bound to %s), can start from step %s\n",
               endpoint.substr(0, endpoint.rfind(':')).c_str(), server.port(), flags.bind.c_str(),
-              role.transport() ? "Rill's transport" : "CAF's middleman",
               steps.empty() ? "any (it holds no parameters)" : steps.c_str());
   std::fflush(stdout);
   server.Serve();

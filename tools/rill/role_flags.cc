@@ -54,29 +54,22 @@ void RoleFlags::Bind(CLI::App& app) {
       ->type_name("N")
       ->check(AtLeast(1))
       ->group(kGroup);
-  app.add_option("--wire", wire,
-                 "connections between processes: caf (CAF's middleman) or rill (Rill's "
-                 "transport: the token proved in a handshake, frames checked before allocation)")
-      ->envname("RILL_WIRE")
-      ->check(CLI::IsMember({"caf", "rill"}))
-      ->group(kGroup);
   app.add_option("--handshake-timeout-ms", handshake_timeout_ms,
-                 "--wire rill: a connection must prove the token within this")
+                 "a connection must prove the token within this")
       ->type_name("N")
       ->check(AtLeast(1))
       ->group(kGroup);
   app.add_option("--idle-timeout-ms", idle_timeout_ms,
-                 "--wire rill: a connection silent this long is closed (above --heartbeat-ms)")
+                 "a connection silent this long is closed (above --heartbeat-ms)")
       ->type_name("N")
       ->check(AtLeast(1))
       ->group(kGroup);
-  app.add_option("--max-connections", max_connections,
-                 "--wire rill: incoming connections a server holds in all")
+  app.add_option("--max-connections", max_connections, "incoming connections a server holds in all")
       ->type_name("N")
       ->check(AtLeast(1))
       ->group(kGroup);
   app.add_option("--max-connections-per-address", max_connections_per_address,
-                 "--wire rill: incoming connections a server holds from one address")
+                 "incoming connections a server holds from one address")
       ->type_name("N")
       ->check(AtLeast(1))
       ->group(kGroup);

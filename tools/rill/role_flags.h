@@ -26,10 +26,7 @@ struct RoleFlags {
   int peer_timeout_ms = 5000;
   int connect_timeout_ms = 30000;
   int64_t max_message_mb = 256;
-  // Which connections carry the job (issue 17, being switched): "caf" (CAF's
-  // middleman, the default until the switch is complete) or "rill" (Rill's
-  // transport, whose limits follow). Every process of a job must agree.
-  std::string wire = "caf";
+  // Rill's transport's limits (actors/distributed/distributed.md).
   int handshake_timeout_ms = 5000;
   int idle_timeout_ms = 60000;
   int max_connections = 256;
@@ -37,13 +34,12 @@ struct RoleFlags {
 
   // Adds --role, --trainer-id, --trainers, --pservers, --server-index, --token,
   // --async, --heartbeat-ms, --peer-timeout-ms, --connect-timeout-ms,
-  // --max-message-mb, --wire (RILL_WIRE), --handshake-timeout-ms,
+  // --max-message-mb, --handshake-timeout-ms,
   // --idle-timeout-ms, --max-connections, --max-connections-per-address to a
   // command, in a group of their own in its help.
   void Bind(CLI::App& app);
   // --max-message-mb and the transport's limits.
   WireLimits Limits() const;
-  bool transport() const { return wire == "rill"; }
   // Throws UsageError for what the flags cannot check one by one.
   void Check() const;
   std::vector<std::string> PserverList() const;

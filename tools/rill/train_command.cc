@@ -206,7 +206,6 @@ std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role, int64_t las
   options.peer_timeout = std::chrono::milliseconds(role.peer_timeout_ms);
   options.connect_timeout = std::chrono::milliseconds(role.connect_timeout_ms);
   options.limits = role.Limits();
-  options.transport = role.transport();
   options.gradient_compression = compression;
   options.last_step = last_step;
   auto client = std::make_shared<TrainerClient>(std::move(runtime), options);
@@ -323,8 +322,7 @@ int Train(const TrainOptions& opt) {
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
-    auto runtime =
-        std::make_shared<Runtime>(threads, 1, /*network=*/distributed && !opt.role.transport());
+    auto runtime = std::make_shared<Runtime>(threads, 1);
     if (distributed)
       client = ConnectTrainer(opt.role, LastStep(opt, examples, opt.role.trainers),
                               build.gradient_compression, runtime, train_program, &scope);

@@ -1,7 +1,8 @@
 // ParameterServer: runs a server program written by the distribute
-// transpiler (one `listen_and_serv` op; actors/distributed/distributed.md). It publishes
-// an actor on its endpoint; trainers say HELLO, push gradients and pull
-// parameters. Sync mode: an optimize block runs once its gradient came from
+// transpiler (one `listen_and_serv` op; actors/distributed/distributed.md). It listens
+// on its endpoint with Rill's transport (a connection proves the job's token
+// in a handshake before anything else is read); trainers say HELLO, push
+// gradients and pull parameters. Sync mode: an optimize block runs once its gradient came from
 // every trainer for the step (the mean of them); async: on each arrival.
 //
 //   ParameterServer server(main, startup, options, runtime);
@@ -34,7 +35,8 @@ struct ParameterServerOptions {
   // names the server in messages; `bind` is the address it listens on.
   std::string endpoint = "127.0.0.1:0";
   std::string bind = "127.0.0.1";
-  // Trainers must present it in HELLO (empty: any trainer is accepted).
+  // The job's token: each connection proves it in the transport's handshake
+  // (it never crosses the wire). An empty token works and proves nothing.
   std::string token;
   // Every `checkpoint_every` completed steps the server saves its variables
   // and its step to `checkpoint_path` (0: never), keeping the one before at
@@ -47,12 +49,6 @@ struct ParameterServerOptions {
   // How long all trainers have to say HELLO.
   std::chrono::milliseconds connect_timeout{60000};
   WireLimits limits;
-  // Issue 17, being switched: true serves the trainers over Rill's own
-  // transport (actors/distributed/distributed.md, "Transport": the token is
-  // proved in the handshake, frames are checked against `limits` before
-  // anything is allocated) instead of CAF's middleman. The trainers must use
-  // the same (TrainerClient cannot yet). Default false: the middleman.
-  bool transport = false;
   // Where rejected messages and events are logged (default: the log sink,
   // rill/log.h, as "<server name>: <line>").
   std::function<void(const std::string&)> log;

@@ -1,7 +1,8 @@
 // TrainerClient: a trainer's links to its parameter servers (the wire
 // protocol of actors/distributed/distributed.md). One link actor per server relays
-// pushes and pulls, answers and sends heartbeats, and watches the server: a
-// lost connection (CAF's down message), a server silent for longer than
+// pushes and pulls over its own connection on Rill's transport (the token
+// proved in a handshake, never sent), answers and sends heartbeats, and
+// watches the server: a lost connection, a server silent for longer than
 // `peer_timeout` or an ERROR from it fails every pull in flight and every
 // later call with an error naming the server. Nothing waits forever.
 //
@@ -39,7 +40,7 @@ class Runtime;
 struct TrainerClientOptions {
   int trainer_id = 0;
   std::vector<std::string> pservers;  // HOST:PORT, in server index order
-  std::string token;                  // presented in HELLO; servers with a token refuse others
+  std::string token;                  // proved in each connection's handshake
   // Servers may start after the trainer: connecting is retried this long.
   std::chrono::milliseconds connect_timeout{30000};
   std::chrono::milliseconds heartbeat{500};
@@ -54,10 +55,6 @@ struct TrainerClientOptions {
   // The job's last step (0: not known), told to the servers: one whose
   // checkpoint is beyond it refuses to serve the job.
   int64_t last_step = 0;
-  // Issue 17, being switched: true talks to the servers over Rill's own
-  // transport (they must serve with ParameterServerOptions::transport): the
-  // token is proved in the handshake, never sent. Default false: CAF's middleman.
-  bool transport = false;
 };
 
 // A VarObject: the send and recv ops find it in their scope (or a parent),
@@ -66,12 +63,11 @@ class TrainerClient : public VarObject {
  public:
   using PullDone = std::function<void(Tensor value, std::exception_ptr error)>;
 
-  // Connects to every server (the runtime must have the network loaded), says
-  // HELLO, and tells every server to start from the newest step they can all
-  // start from (RESUME; distributed.md, "Checkpoints"). Throws rill::Error
-  // naming the server that could not be reached in time or refused the
-  // trainer (bad token, id taken, a checkpoint beyond last_step), and when the
-  // servers have no step in common. Leaves no actor running when it throws.
+  // Connects to every server, says HELLO, and tells every server to start from the newest step they
+  // can all start from (RESUME; distributed.md, "Checkpoints"). Throws rill::Error naming the
+  // server that could not be reached in time or refused the trainer (bad token, id taken, a
+  // checkpoint beyond last_step), and when the servers have no step in common. Leaves no actor
+  // running when it throws.
   TrainerClient(std::shared_ptr<Runtime> runtime, TrainerClientOptions options);
   ~TrainerClient() override;
   std::string Describe() const override;
@@ -135,9 +131,9 @@ class TrainerClient : public VarObject {
   // Tells every link actor to stop (they hold the runtime's actor system open).
   void CloseLinks();
   Link& LinkFor(const std::string& endpoint);
-  // The PUSH of `value`, compressed when the options say so. With `payload`
-  // (the transport), an uncompressed value is not put in the message: a copy
-  // of it goes to *payload, to travel beside it.
+  // The PUSH of `value`, compressed when the options say so (the codes in the
+  // message). An uncompressed value is not put in the message: a copy of it
+  // goes to *payload, to travel beside it.
   proto::WireMessage PushMessage(const std::string& var, const Variable& value, PushedBytes* bytes,
                                  Tensor* payload);
 

@@ -7,13 +7,13 @@
 namespace rill {
 
 struct WireLimits {
-  // Larger messages are rejected: over CAF's middleman before parsing (after
-  // the middleman has read them whole), over Rill's transport from the
-  // frame's fixed header, before anything is allocated.
+  // Larger messages are rejected: on Rill's transport from the frame's fixed
+  // header, before anything is allocated (DecodeWire checks a message given
+  // as bytes the same way).
   size_t max_message_bytes = 256u << 20;
 
-  // Rill's transport only (actors/distributed/distributed.md, "Transport";
-  // the defaults are TransportOptions'). A frame's message without its tensor.
+  // The transport's (actors/distributed/distributed.md, "Transport"; the
+  // defaults are TransportOptions'). A frame's message without its tensor.
   size_t max_meta_bytes = 16u << 20;
   // From accept to the end of the handshake.
   std::chrono::milliseconds handshake_timeout{5000};
