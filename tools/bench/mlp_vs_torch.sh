@@ -31,6 +31,14 @@
 # threshold of 128 KiB, which disables the dynamic one, PyTorch's slow path
 # shows every time: MALLOC_MMAP_THRESHOLD_=131072).
 #
+# Python: the same step through Rill's Python front end (tools/bench/python_mlp.py:
+# the same program built with rill.layers, rill.Executor, the same batches,
+# the loss fetched as an ndarray) when the build has the module
+# ($build_dir/python/rill); its line gives the binding's overhead per step
+# against mlp_benchmark (python / rill median step; issue 21's target: at most
+# 1.05x at batch 64) and its ratio to PyTorch's own Python loop. Its first
+# loss must equal mlp_benchmark's (the same program and data), or no ratio.
+#
 # Usage: tools/bench/mlp_vs_torch.sh [seconds per measurement, default 5]
 # Exit status: 0 every ratio printed; 1 a side failed, the batches differ, or a
 # baseline was implausible.
@@ -49,13 +57,20 @@ if [[ ${RILL_BENCH_MALLOC:-fixed} != default ]]; then
 fi
 rill=$("$build_dir/tools/bench/mlp_benchmark" "$seconds" "${batches[@]}")
 torch=$(/usr/bin/python3 tools/bench/torch_mlp.py "$seconds" "${batches[@]}")
+python=
+if [[ -d $build_dir/python/rill ]]; then
+  python=$(PYTHONPATH="$PWD/$build_dir/python" /usr/bin/python3 tools/bench/python_mlp.py \
+    "$seconds" "${batches[@]}")
+fi
 echo "$rill"
 echo "$torch"
+[[ -n $python ]] && echo "$python"
 
 # field SIDE BATCH KEY: the value of KEY= on SIDE's line for BATCH.
 field() {
   local lines=$rill
   [[ $1 == torch ]] && lines=$torch
+  [[ $1 == python ]] && lines=$python
   echo "$lines" | grep "^$1 batch=$2 " | tr ' ' '\n' | sed -n "s/^$3=//p"
 }
 status=0
@@ -88,5 +103,16 @@ for batch in "${batches[@]}"; do
     printf "batch %d: rill %.0f samples/s (median step %.3f ms), torch %.0f samples/s " \
       "(median step %.3f ms, %.1fx its GEMM-only %.3f ms); ratio %.2fx in samples/s, %.2fx in median step\n",
       b, r, rm, t, tm, tm / g, g, r / t, tm / rm }'
+  [[ -z $python ]] && continue
+  p=$(field python "$batch" samples_per_sec) pm=$(field python "$batch" median_step_ms)
+  if [[ $(field python "$batch" first_loss) != "$(field rill "$batch" first_loss)" || -z $pm ]]; then
+    echo "batch $batch: python's first loss $(field python "$batch" first_loss) is not mlp_benchmark's" \
+      "$(field rill "$batch" first_loss) (another program or data?); no ratio"
+    status=1
+    continue
+  fi
+  awk -v b="$batch" -v p="$p" -v pm="$pm" -v rm="$rm" -v tm="$tm" 'BEGIN {
+    printf "batch %d: python %.0f samples/s (median step %.3f ms): %.3fx mlp_benchmark'"'"'s median step " \
+      "(the binding'"'"'s overhead), %.2fx PyTorch'"'"'s in median step\n", b, p, pm, pm / rm, tm / pm }'
 done
 exit $status
