@@ -45,7 +45,8 @@
 # processes with 1 scheduler thread and 1 OpenBLAS thread each, plus the
 # parameter server (`rill launch` starts it with its default of 2 scheduler
 # threads; it is mostly idle while the trainers compute), all on the same cores.
-# Run it on an otherwise quiet machine: the load average is printed first.
+# Run it on an otherwise quiet machine: the load average is printed first, with
+# a warning when it is above half the cores.
 #
 # Then runs build/tools/bench/net_latency (wire vs raw TCP round trips) if built.
 #
@@ -68,6 +69,10 @@ rill="$build_dir/tools/rill/rill"
 work=$(mktemp -d /tmp/rill-bench-distributed-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores before the runs"
+if awk -v l="$(cut -d' ' -f1 /proc/loadavg)" -v n="$(nproc)" 'BEGIN { exit !(l > n / 2) }'; then
+  echo "WARNING: the machine is busy (1-minute load above half its cores): every run here" \
+    "shares the cores with others, so the figures and ratios below are not reliable"
+fi
 
 for b in "${batches[@]}"; do
   if ((b % 2)); then echo "global batch $b is odd; skipped" >&2; continue; fi
