@@ -2,8 +2,10 @@
 // (op_actor.h) on the process's TrainerClient. A send pushes each of its
 // inputs to its server and is done once they are encoded; a recv pulls each
 // of its outputs for the current step and is done when all have arrived —
-// no thread waits meanwhile.
+// no thread waits meanwhile. Both report their time to the client (Counters:
+// time in Push, time waiting for parameters).
 #include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -17,6 +19,12 @@
 namespace rill {
 namespace {
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 class SendActor : public OpActor {
  public:
   void Run(KernelContext& ctx, OpDone done) override {
@@ -25,7 +33,9 @@ class SendActor : public OpActor {
     const TraceContext trace = CurrentTrace();  // set while the executor traces this op
     for (int i = 0; i < ctx.InputCount("X"); ++i) {
       const int64_t began = trace.recorder ? TraceRecorder::Now() : 0;
+      const int64_t push_began = NowNs();
       const auto bytes = client->Push(endpoint, ctx.InputName("X", i), *ctx.InputVar("X", i));
+      client->CountPush(push_began, NowNs());
       if (trace.recorder == nullptr) continue;
       TraceEvent e;
       e.kind = TraceEventKind::kSend;
@@ -57,10 +67,13 @@ class RecvActor : public OpActor {
       std::mutex mutex;
       std::exception_ptr error;
       OpDone done;
+      std::shared_ptr<TrainerClient> client;  // told when the last answer came
     };
     auto pending = std::make_shared<Pending>();
     pending->left = count;
     pending->done = std::move(done);
+    pending->client = client;
+    client->CountRecvIssued(NowNs());
     for (int i = 0; i < count; ++i) {
       Tensor* out = ctx.Output("Out", i);
       client->Pull(endpoint, names[static_cast<size_t>(i)], client->step(),
@@ -72,6 +85,7 @@ class RecvActor : public OpActor {
                        *out = std::move(value);
                      }
                      if (pending->left.fetch_sub(1) != 1) return;
+                     pending->client->CountRecvDone(NowNs());
                      std::exception_ptr first;
                      {
                        std::lock_guard<std::mutex> lock(pending->mutex);

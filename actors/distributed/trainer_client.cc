@@ -354,7 +354,8 @@ proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Vari
 
 TrainerClient::Counters TrainerClient::counters() const {
   return {steps_.load(std::memory_order_relaxed), pushed_raw_bytes_.load(std::memory_order_relaxed),
-          pushed_bytes_.load(std::memory_order_relaxed)};
+          pushed_bytes_.load(std::memory_order_relaxed), push_ns_.load(std::memory_order_relaxed),
+          param_wait_ns_.load(std::memory_order_relaxed)};
 }
 
 void TrainerClient::Pull(const std::string& endpoint, const std::string& var, int64_t min_step,

@@ -2,7 +2,8 @@
 // `rill` command: rill transpile, rill pserver, rill train --role trainer
 // and rill launch. Sync training on 2 trainers + 2 servers ends with the
 // parameters of a single-process run on the same global batch; async
-// training converges; a trainer killed with SIGKILL stops the others with
+// training converges; each trainer's --json line splits its steps' time
+// into sending and waiting for parameters; a trainer killed with SIGKILL stops the others with
 // an error naming it; a job whose server was killed resumes from the
 // server's checkpoint, and servers killed again and again at random steps
 // always resume from a step they share; a trainer that cannot reach a server
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 #include <string>
@@ -99,7 +101,9 @@ class DistributedTest : public ::testing::Test {
   void SetUp() override {
     dir_ = std::filesystem::path(::testing::TempDir()) /
            ("distributed_test_" +
-            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
+            std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            // Its own per process: two builds' runs of a test must not share one.
+            std::to_string(getpid()));
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
   }
@@ -276,6 +280,40 @@ TEST_F(DistributedTest, AsyncTrainingConverges) {
   EXPECT_EQ(trainers, 2) << output;
 }
 
+// The time split of a trainer's steps (train --json: "seconds" of the
+// training loop, of which "send_seconds" in the send ops' pushes and
+// "wait_seconds" in the recv ops waiting for parameters). In sync mode every
+// step pushes gradients and waits for the server to apply both trainers'.
+TEST_F(DistributedTest, TrainersReportTheirStepTimeSplit) {
+  Process& launch = Start("launch", {"launch", "--trainers", "2", "--pservers", "1", "--model",
+                                     "mlp", "--dir", Path("job"), "--", "--batch", "32", "--epochs",
+                                     "1", "--max-steps", "40", "--json"});
+  ASSERT_TRUE(launch.Wait(300s)) << launch.Output();
+  ASSERT_EQ(launch.status, 0) << launch.Output();
+  const std::string output = launch.Output();
+  std::map<int, nlohmann::json> trainers;
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    int id = -1, used = 0;
+    if (std::sscanf(line.c_str(), "[trainer %d] %n", &id, &used) != 1 || used == 0 ||
+        line[static_cast<size_t>(used)] != '{') {
+      continue;
+    }
+    trainers[id] = nlohmann::json::parse(line.substr(static_cast<size_t>(used)));
+  }
+  ASSERT_EQ(trainers.size(), 2u) << output;
+  for (const auto& [id, json] : trainers) {
+    ASSERT_TRUE(json.contains("send_seconds") && json.contains("wait_seconds")) << json.dump();
+    const double total = json.at("seconds").get<double>();
+    const double send = json.at("send_seconds").get<double>();
+    const double wait = json.at("wait_seconds").get<double>();
+    EXPECT_GT(send, 0) << "trainer " << id << ": " << json.dump();
+    EXPECT_GT(wait, 0) << "trainer " << id << ": " << json.dump();
+    // "seconds" is rounded to the millisecond.
+    EXPECT_LE(send + wait, total + 1e-3) << "trainer " << id << ": " << json.dump();
+  }
+}
+
 TEST_F(DistributedTest, KilledTrainerStopsServerAndOtherTrainerWithin10s) {
   const auto endpoints = Endpoints(1);
   ASSERT_EQ(Run("transpile", {"transpile", "--model", "mlp", "--trainers", "2", "--pservers",
@@ -343,7 +381,7 @@ TEST_F(DistributedTest, KilledServerRestartsFromItsCheckpoint) {
   EXPECT_NE(t0.Output().find("parameter server"), std::string::npos) << t0.Output();
   // The newest checkpoint the server left: a kill between a save's two
   // renames leaves none at pserver0.ckpt and the one before at .prev (seen
-  // once with both wires' runs in parallel).
+  // once under load).
   int64_t saved = CheckpointStep(Path("pserver0.ckpt"));
   if (saved < 0) saved = CheckpointStep(Path("pserver0.ckpt.prev"));
   ASSERT_GE(saved, 20);

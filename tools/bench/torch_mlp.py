@@ -45,8 +45,10 @@ def gemm_only_ms(batch, reps=200):
     return statistics.median(times)
 
 
-def measure(batch, seconds):
-    torch.manual_seed(0)
+def build_model(seed=0):
+    """The MLP initialised as Rill initialises it, its Adam and its loss
+    (also used by torch_ddp.py)."""
+    torch.manual_seed(seed)
     model = torch.nn.Sequential(
         torch.nn.Linear(784, 256), torch.nn.ReLU(),
         torch.nn.Linear(256, 128), torch.nn.ReLU(),
@@ -55,20 +57,28 @@ def measure(batch, seconds):
         if isinstance(m, torch.nn.Linear):
             torch.nn.init.xavier_uniform_(m.weight)
             torch.nn.init.zeros_(m.bias)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    loss_fn = torch.nn.CrossEntropyLoss()
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3), torch.nn.CrossEntropyLoss()
+
+
+def train_step(model, opt, loss_fn, x, y):
+    """One step as Rill's program runs it; returns the loss."""
+    opt.zero_grad()
+    logits = model(x)
+    loss = loss_fn(logits, y)
+    (torch.softmax(logits, 1).argmax(1) == y).float().mean()  # Rill's accuracy op
+    loss.backward()
+    opt.step()
+    return loss.item()
+
+
+def measure(batch, seconds):
+    model, opt, loss_fn = build_model()
     batches, pixel_sum, label_sum = fashion_batches.load(batch)
     data = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
 
     def step(i):
         x, y = data[i % len(data)]
-        opt.zero_grad()
-        logits = model(x)
-        loss = loss_fn(logits, y)
-        (torch.softmax(logits, 1).argmax(1) == y).float().mean()  # Rill's accuracy op
-        loss.backward()
-        opt.step()
-        return loss.item()
+        return train_step(model, opt, loss_fn, x, y)
 
     first_loss = step(0)
     for i in range(1, 20):

@@ -219,18 +219,24 @@ std::shared_ptr<TrainerClient> ConnectTrainer(const RoleFlags& role, int64_t las
 }
 
 // A trainer's gradient bytes pushed per step this epoch, as float32 and as
-// sent; zeros without a client.
-struct SentPerStep {
+// sent, and the seconds of the epoch's steps its send ops spent pushing and
+// its recv ops waiting for parameters (the rest of a step is compute); zeros
+// without a client.
+struct ClientEpoch {
   double raw_per_step = 0;
   double per_step = 0;
+  double send_seconds = 0;
+  double wait_seconds = 0;
 };
 
-SentPerStep SentBytes(const TrainerClient* client, TrainerClient::Counters* before) {
+ClientEpoch ClientCounters(const TrainerClient* client, TrainerClient::Counters* before) {
   if (client == nullptr) return {};
   const TrainerClient::Counters now = client->counters();
   const double steps = static_cast<double>(std::max<int64_t>(1, now.steps - before->steps));
-  SentPerStep out{static_cast<double>(now.pushed_raw_bytes - before->pushed_raw_bytes) / steps,
-                  static_cast<double>(now.pushed_bytes - before->pushed_bytes) / steps};
+  ClientEpoch out{static_cast<double>(now.pushed_raw_bytes - before->pushed_raw_bytes) / steps,
+                  static_cast<double>(now.pushed_bytes - before->pushed_bytes) / steps,
+                  static_cast<double>(now.push_ns - before->push_ns) / 1e9,
+                  static_cast<double>(now.param_wait_ns - before->param_wait_ns) / 1e9};
   *before = now;
   return out;
 }
@@ -402,7 +408,7 @@ int Train(const TrainOptions& opt) {
     }
     eval->Refresh();
     const Evaluation result = Evaluate(*eval, test, model);
-    const SentPerStep sent = SentBytes(client.get(), &sent_before);
+    const ClientEpoch sent = ClientCounters(client.get(), &sent_before);
     if (opt.json) {
       const IterationStats stats =
           actor_step ? actor_step->executor().last_stats() : IterationStats{};
@@ -431,6 +437,9 @@ int Train(const TrainOptions& opt) {
           {"merge_bytes_per_step", stats.merge_bytes},
           {"sent_raw_bytes_per_step", std::llround(sent.raw_per_step)},
           {"sent_bytes_per_step", std::llround(sent.per_step)},
+          // Of "seconds": pushing gradients and waiting for parameters (the rest is compute).
+          {"send_seconds", Round(sent.send_seconds, 6)},
+          {"wait_seconds", Round(sent.wait_seconds, 6)},
           {"input", opt.input},
           {"input_batches", input.batches},
           {"input_ready", input.ready},

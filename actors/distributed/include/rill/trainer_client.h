@@ -101,13 +101,28 @@ class TrainerClient : public VarObject {
 
   // Gradient bytes pushed so far: as float32 and as sent (codes and scales of
   // compressed values; selected rows' indices count in both), and the
-  // set_step calls (steps) they span.
+  // set_step calls (steps) they span. The send ops' time in Push (summed over
+  // pushes) and the recv ops' time waiting for parameters (CountRecvDone);
+  // a trainer's step time less both is its compute.
   struct Counters {
     int64_t steps = 0;
     int64_t pushed_raw_bytes = 0;
     int64_t pushed_bytes = 0;
+    int64_t push_ns = 0;
+    int64_t param_wait_ns = 0;
   };
   Counters counters() const;
+
+  // Step timing, kept by the send and recv ops (remote_ops.cc), in
+  // steady_clock nanoseconds; thread-safe. A push that ran [began, ended].
+  void CountPush(int64_t began_ns, int64_t ended_ns);
+  // A recv op issued its pulls / had all of them answered. Waiting for
+  // parameters is the time at least one recv op is pending, counted from the
+  // end of the latest push: before it the trainer still computes and sends
+  // (a recv is issued as soon as the step's last reader of its variable is
+  // done, and in sync mode no answer comes before the step's last push).
+  void CountRecvIssued(int64_t now_ns);
+  void CountRecvDone(int64_t now_ns);
 
   // Says BYE to every live server: this trainer is done.
   void Finish();
@@ -145,6 +160,12 @@ class TrainerClient : public VarObject {
   std::atomic<int64_t> steps_{0};
   std::atomic<int64_t> pushed_raw_bytes_{0};
   std::atomic<int64_t> pushed_bytes_{0};
+  std::atomic<int64_t> push_ns_{0};
+  std::atomic<int64_t> param_wait_ns_{0};
+  std::mutex timing_mutex_;  // guards the three below
+  int pending_recvs_ = 0;
+  int64_t recvs_pending_since_ns_ = 0;
+  int64_t last_push_end_ns_ = 0;
   std::mutex residuals_mutex_;  // guards the map; each vector is its own variable's
   std::map<std::string, std::vector<float>> residuals_;
 };
