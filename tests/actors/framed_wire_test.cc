@@ -16,11 +16,13 @@
 #include "actors/distributed/transport_options.h"
 #include "actors/distributed/wire.h"
 #include "rill/error.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
 
 using proto::WireMessage;
+using testing::ExpectSameTensor;
 
 const char kPeer[] = "trainer 2 at 10.1.2.3:7164";
 
@@ -31,16 +33,6 @@ Tensor Ramp(DataType dtype, const Shape& shape) {
     for (int64_t i = 0; i < tensor.numel(); ++i) data[i] = static_cast<T>(i % 251) - T(7);
   });
   return tensor;
-}
-
-void ExpectSameTensor(const Tensor& actual, const Tensor& expected) {
-  ASSERT_TRUE(actual.initialized());
-  EXPECT_EQ(actual.dtype(), expected.dtype());
-  EXPECT_EQ(actual.shape(), expected.shape());
-  ASSERT_EQ(actual.bytes(), expected.bytes());
-  if (expected.bytes() > 0) {
-    EXPECT_EQ(std::memcmp(actual.raw_data(), expected.raw_data(), expected.bytes()), 0);
-  }
 }
 
 // `framed` through a frame's bytes and a decoder: what the receiver gets.

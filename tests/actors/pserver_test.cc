@@ -17,7 +17,6 @@
 #include <future>
 #include <thread>
 
-#include "actors/distributed/frame_header.h"
 #include "actors/distributed/transport.h"
 #include "actors/distributed/wire.h"
 #include "rill/builder.h"
@@ -194,44 +193,13 @@ void TrainOneProcess(const Model& m, int steps, Scope* scope) {
   }
 }
 
-void SyncTwoTrainersTwoServersMatchOneProcess() {
-  Model m;
-  BuildModel(&m);
-  constexpr int kSteps = 20;
-  Scope single;
-  TrainOneProcess(m, kSteps, &single);
-
-  Servers servers(m, 2, 2);
-  TranspileResult plan = Plan(m, 2, servers.endpoints);
-  ASSERT_EQ(plan.servers.size(), 2u);
-  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, kSteps); });
-  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, kSteps);
-  std::vector<Tensor> theirs = other.get();
-  for (auto& s : servers.serving) s.get();  // both said BYE: the servers are done
-  for (size_t i = 0; i < m.params.size(); ++i) {
-    const Tensor& expected = single.FindVar(m.params[i])->tensor();
-    EXPECT_LE(MaxRelativeDifference(mine[i], expected), 1e-5) << m.params[i];
-    EXPECT_LE(MaxRelativeDifference(theirs[i], expected), 1e-5) << m.params[i];
-  }
-  EXPECT_EQ(servers.servers[0]->step(), kSteps);
-}
-
-TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
-  SyncTwoTrainersTwoServersMatchOneProcess();
-}
-
-// Selected rows pushed by two trainers (rows repeating across them) are
-// merged by the server to the single-process result.
-void SparseRowsMatchOneProcess() {
-  Model m;
-  BuildSparseModel(&m);
-  constexpr int kSteps = 10;
-  Scope single;
-  TrainOneProcess(m, kSteps, &single);
-  Servers servers(m, 2, 2);
-  TranspileResult plan = Plan(m, 2, servers.endpoints);
-  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, kSteps); });
-  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, kSteps);
+// Trains trainers 0 and 1 of `plan` for `steps` steps, waits for every server
+// to finish (both said BYE), and expects both trainers' parameters within
+// 1e-5 of `single`, the one-process run on the global batch.
+void ExpectTwoTrainersMatch(const Model& m, const TranspileResult& plan, Servers& servers,
+                            const Scope& single, int steps) {
+  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, steps); });
+  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, steps);
   std::vector<Tensor> theirs = other.get();
   for (auto& s : servers.serving) s.get();
   for (size_t i = 0; i < m.params.size(); ++i) {
@@ -241,12 +209,36 @@ void SparseRowsMatchOneProcess() {
   }
 }
 
-TEST(ParameterServer, SparseRowsMatchOneProcess) { SparseRowsMatchOneProcess(); }
+TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
+  Model m;
+  BuildModel(&m);
+  constexpr int kSteps = 20;
+  Scope single;
+  TrainOneProcess(m, kSteps, &single);
+
+  Servers servers(m, 2, 2);
+  TranspileResult plan = Plan(m, 2, servers.endpoints);
+  ASSERT_EQ(plan.servers.size(), 2u);
+  ExpectTwoTrainersMatch(m, plan, servers, single, kSteps);
+  EXPECT_EQ(servers.servers[0]->step(), kSteps);
+}
+
+// Selected rows pushed by two trainers (rows repeating across them) are
+// merged by the server to the single-process result.
+TEST(ParameterServer, SparseRowsMatchOneProcess) {
+  Model m;
+  BuildSparseModel(&m);
+  constexpr int kSteps = 10;
+  Scope single;
+  TrainOneProcess(m, kSteps, &single);
+  Servers servers(m, 2, 2);
+  ExpectTwoTrainersMatch(m, Plan(m, 2, servers.endpoints), servers, single, kSteps);
+}
 
 // Trainers pushing int8 gradients: the servers read them back and train close
 // to (not exactly like) the float32 run, with a quarter of the bytes for the
 // compressed gradients.
-void CompressedPushesTrainCloseToOneProcess() {
+TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
   Model m;
   BuildModel(&m);
   constexpr int kSteps = 20;
@@ -283,10 +275,6 @@ void CompressedPushesTrainCloseToOneProcess() {
   // chunk: codes + a scale; the biases stay float32.
   EXPECT_EQ(counters.pushed_raw_bytes, kSteps * 1936);
   EXPECT_EQ(counters.pushed_bytes, kSteps * (2 * (160 + 4) + 2 * (64 + 4) + 4 * (32 + 4)));
-}
-
-TEST(ParameterServer, CompressedPushesTrainCloseToOneProcess) {
-  CompressedPushesTrainCloseToOneProcess();
 }
 
 // A peer that proved the token in its handshake but speaks the protocol by
@@ -396,7 +384,7 @@ TEST(ParameterServer, SilentTrainerEndsTheJobNamingIt) {
   }
 }
 
-void RestartedServerResumesFromItsCheckpoint() {
+TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
   Model m;
   BuildModel(&m);
   const std::string path = ::testing::TempDir() + "pserver_test.ckpt";
@@ -423,10 +411,6 @@ void RestartedServerResumesFromItsCheckpoint() {
   }
   std::remove(path.c_str());
   std::remove((path + ".prev").c_str());
-}
-
-TEST(ParameterServer, RestartedServerResumesFromItsCheckpoint) {
-  RestartedServerResumesFromItsCheckpoint();
 }
 
 // A trainer whose token is wrong fails its handshake at once (the server
@@ -477,15 +461,6 @@ TEST(ParameterServer, AWrongTokenIsRefusedAndALostTrainerEndsTheJobNamingIt) {
   }
 }
 
-std::vector<uint8_t> FrameHeaderBytes(uint16_t kind, uint32_t meta, uint64_t payload) {
-  FrameHeader header;
-  header.kind = kind;
-  header.meta_bytes = meta;
-  header.payload_bytes = payload;
-  const auto bytes = EncodeFrameHeader(header);
-  return {bytes.begin(), bytes.end()};
-}
-
 // What the issue saw take a CAF server down (a first packet claiming a
 // 0xFFFFFFF0-byte payload), the same claim from a peer that did prove the
 // token, a wrong token, garbage, 1,000 connects and drops, 50 connections
@@ -520,7 +495,7 @@ TEST(ParameterServer, AbusiveConnectionsLeaveTheServerServingARealJob) {
   {
     testing::RawSocket unknown(port);
     ASSERT_TRUE(testing::RawHandshake(unknown, ""));
-    ASSERT_TRUE(unknown.Write(FrameHeaderBytes(77, 4, 0)));
+    ASSERT_TRUE(unknown.Write(testing::HeaderBytes(77, 4, 0)));
     EXPECT_TRUE(unknown.ClosedByPeerWithin(10s));
   }
   {
@@ -530,7 +505,7 @@ TEST(ParameterServer, AbusiveConnectionsLeaveTheServerServingARealJob) {
     FramedWire push =
         FramedPush(m.params[0] + "@GRAD", 1, RandomTensor({3}, 5, -1, 1, DataType::kFloat32));
     const std::string meta = push.message.SerializeAsString();
-    std::vector<uint8_t> bytes = FrameHeaderBytes(1, static_cast<uint32_t>(meta.size()), 13);
+    std::vector<uint8_t> bytes = testing::HeaderBytes(1, static_cast<uint32_t>(meta.size()), 13);
     testing::Append(bytes, meta);
     bytes.resize(bytes.size() + 13, 0);
     ASSERT_TRUE(mismatch.Write(bytes));
@@ -539,7 +514,7 @@ TEST(ParameterServer, AbusiveConnectionsLeaveTheServerServingARealJob) {
   {
     testing::RawSocket half_header(port), half_payload(port);
     ASSERT_TRUE(testing::RawHandshake(half_header, ""));
-    ASSERT_TRUE(half_header.Write(FrameHeaderBytes(1, 10, 0).data(), 7));
+    ASSERT_TRUE(half_header.Write(testing::HeaderBytes(1, 10, 0).data(), 7));
     // 1 MB of a 64 MB push, then nothing.
     ASSERT_TRUE(testing::RawHandshake(half_payload, ""));
     proto::WireMessage big;
@@ -549,7 +524,7 @@ TEST(ParameterServer, AbusiveConnectionsLeaveTheServerServingARealJob) {
     big.mutable_tensor()->add_shape(16 << 20);
     const std::string meta = big.SerializeAsString();
     std::vector<uint8_t> bytes =
-        FrameHeaderBytes(1, static_cast<uint32_t>(meta.size()), uint64_t{64} << 20);
+        testing::HeaderBytes(1, static_cast<uint32_t>(meta.size()), uint64_t{64} << 20);
     testing::Append(bytes, meta);
     bytes.resize(bytes.size() + (1 << 20), 0x3F);
     ASSERT_TRUE(half_payload.Write(bytes));
@@ -559,7 +534,7 @@ TEST(ParameterServer, AbusiveConnectionsLeaveTheServerServingARealJob) {
   {
     testing::RawSocket claim(port);
     ASSERT_TRUE(claim.connected());
-    std::vector<uint8_t> packet = FrameHeaderBytes(1, 16, 0xFFFFFFF0u);
+    std::vector<uint8_t> packet = testing::HeaderBytes(1, 16, 0xFFFFFFF0u);
     packet.resize(32, 0);
     ASSERT_TRUE(claim.Write(packet));
     EXPECT_TRUE(claim.ClosedByPeerWithin(10s));
@@ -567,7 +542,7 @@ TEST(ParameterServer, AbusiveConnectionsLeaveTheServerServingARealJob) {
   {
     testing::RawSocket authenticated(port);
     ASSERT_TRUE(testing::RawHandshake(authenticated, ""));
-    ASSERT_TRUE(authenticated.Write(FrameHeaderBytes(1, 100, 0xFFFFFFF0u)));
+    ASSERT_TRUE(authenticated.Write(testing::HeaderBytes(1, 100, 0xFFFFFFF0u)));
     EXPECT_TRUE(authenticated.ClosedByPeerWithin(10s));
   }
   {
@@ -584,15 +559,7 @@ TEST(ParameterServer, AbusiveConnectionsLeaveTheServerServingARealJob) {
   std::printf("resident memory after the abuse: %+.1f MB\n",
               (static_cast<double>(after) - static_cast<double>(resident)) / (1 << 20));
   EXPECT_LT(after, resident + (64u << 20));
-  TranspileResult plan = Plan(m, 2, servers.endpoints);
-  auto other = std::async(std::launch::async, [&] { return RunTrainer(m, plan, 1, 2, kSteps); });
-  std::vector<Tensor> mine = RunTrainer(m, plan, 0, 2, kSteps);
-  other.get();
-  servers.serving[0].get();
-  for (size_t i = 0; i < m.params.size(); ++i) {
-    EXPECT_LE(MaxRelativeDifference(mine[i], single.FindVar(m.params[i])->tensor()), 1e-5)
-        << m.params[i];
-  }
+  ExpectTwoTrainersMatch(m, Plan(m, 2, servers.endpoints), servers, single, kSteps);
 }
 
 TEST(ParameterServer, AnUnwritableCheckpointPathIsRefusedAtStart) {
@@ -774,7 +741,7 @@ TEST_F(TwoServerCheckpoints, ACheckpointBeyondTheJobsLastStepIsRefused) {
 
 // The second server cannot be reached after the link to the first is up: the
 // constructor throws naming it and leaves no link actor holding the runtime.
-void AConstructorThatFailsLeavesNoActorBehind() {
+TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
   Model m;
   BuildModel(&m);
   Servers servers(m, 1, 1);
@@ -792,10 +759,6 @@ void AConstructorThatFailsLeavesNoActorBehind() {
   ExpectShutsDownWithin(std::move(runtime), 20s);
   // The server saw the trainer come and go.
   EXPECT_THROW(servers.serving[0].get(), Error);
-}
-
-TEST(TrainerClient, AConstructorThatFailsLeavesNoActorBehind) {
-  AConstructorThatFailsLeavesNoActorBehind();
 }
 
 // The same with a link that owns a transport: its actor and its transport's

@@ -6,17 +6,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstring>
 #include <initializer_list>
 #include <random>
 #include <string>
 
 #include "rill/error.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
 
 using proto::WireMessage;
+using testing::ExpectSameTensor;
 
 const char kPeer[] = "trainer 3 at 10.1.2.3:7164";
 
@@ -30,16 +31,6 @@ Tensor Iota(DataType dtype, const Shape& shape) {
     }
   });
   return tensor;
-}
-
-void ExpectSameTensor(const Tensor& actual, const Tensor& expected) {
-  ASSERT_TRUE(actual.initialized());
-  EXPECT_EQ(actual.dtype(), expected.dtype());
-  EXPECT_EQ(actual.shape(), expected.shape());
-  ASSERT_EQ(actual.bytes(), expected.bytes());
-  if (expected.bytes() > 0) {
-    EXPECT_EQ(std::memcmp(actual.raw_data(), expected.raw_data(), expected.bytes()), 0);
-  }
 }
 
 WireMessage RoundTrip(const WireMessage& message) {

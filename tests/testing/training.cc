@@ -22,4 +22,14 @@ void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& 
   }
 }
 
+void ExpectSameTensor(const Tensor& actual, const Tensor& expected) {
+  ASSERT_TRUE(actual.initialized());
+  EXPECT_EQ(actual.dtype(), expected.dtype());
+  EXPECT_EQ(actual.shape(), expected.shape());
+  ASSERT_EQ(actual.bytes(), expected.bytes());
+  if (expected.bytes() > 0) {
+    EXPECT_EQ(std::memcmp(actual.raw_data(), expected.raw_data(), expected.bytes()), 0);
+  }
+}
+
 }  // namespace rill::testing

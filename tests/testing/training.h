@@ -1,5 +1,5 @@
 // Helpers of the tests that train a model on several executors or places and
-// compare the parameters they end with.
+// compare the parameters they end with, or compare tensors that travelled.
 #pragma once
 
 #include <cstdint>
@@ -17,5 +17,9 @@ Tensor CyclicLabels(int64_t batch, int step, int classes);
 // `what` and the parameter index on a difference.
 void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got,
                     const std::string& what);
+
+// EXPECTs `actual` to hold a value of expected's dtype and shape with the
+// same bytes (host memory).
+void ExpectSameTensor(const Tensor& actual, const Tensor& expected);
 
 }  // namespace rill::testing

@@ -34,6 +34,7 @@ import torch
 from torch import nn
 
 import fashion_batches
+from torch_mlp import train_step
 
 
 def build(name):
@@ -68,14 +69,7 @@ def measure(name, batch, device, seconds):
 
     def step(i):
         x, y = data[i % len(data)]
-        x, y = x.to(device), y.to(device)
-        opt.zero_grad()
-        logits = model(x)
-        loss = loss_fn(logits, y)
-        (torch.softmax(logits, 1).argmax(1) == y).float().mean()  # Rill's accuracy op
-        loss.backward()
-        opt.step()
-        return loss.item()
+        return train_step(model, opt, loss_fn, x.to(device), y.to(device))
 
     def sync():
         if device.type == "cuda":
