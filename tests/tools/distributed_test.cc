@@ -327,6 +327,9 @@ TEST_F(DistributedTest, KilledTrainerStopsServerAndOtherTrainerWithin10s) {
                               {"train", "--role", "trainer", "--trainer-id", std::to_string(i),
                                "--trainers", "2", "--pservers", endpoints[0], "--epochs", "1"}));
   }
+  // Both: a trainer that has not connected yet when the server stops keeps
+  // trying to reach it (the server may come back), for its connect timeout.
+  ASSERT_TRUE(server.WaitForOutput("trainer 0 connected", 60s)) << server.Output();
   ASSERT_TRUE(server.WaitForOutput("trainer 1 connected", 60s)) << server.Output();
   std::this_thread::sleep_for(1500ms);  // mid-training
   kill(trainers[1]->pid, SIGKILL);
