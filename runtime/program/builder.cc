@@ -24,6 +24,7 @@ const char* ActivationOp(Activation act) {
     case Activation::kSigmoid: return "sigmoid";
     case Activation::kTanh: return "tanh";
     case Activation::kSoftmax: return "softmax";
+    case Activation::kGelu: return "gelu";
   }
   return nullptr;
 }
@@ -148,6 +149,12 @@ Var Builder::Constant(const Shape& shape, float value, DataType dtype) {
 
 std::vector<Var> Builder::AppendOp(const std::string& type, const VarSlots& inputs,
                                    const OutputCounts& outputs, const OpAttrs& attrs) {
+  return AppendOpUpdating(type, inputs, outputs, {}, attrs);
+}
+
+std::vector<Var> Builder::AppendOpUpdating(const std::string& type, const VarSlots& inputs,
+                                           const OutputCounts& outputs, const VarSlots& updated,
+                                           const OpAttrs& attrs) {
   const std::string prefix = main_->UniqueName(type);
   VarSlots named;
   for (const auto& [slot, count] : outputs) {
@@ -164,15 +171,27 @@ std::vector<Var> Builder::AppendOp(const std::string& type, const VarSlots& inpu
   op.set_role(role_);
   for (const auto& [slot, vars] : inputs) SetInput(&op, slot, Names(vars));
   for (const auto& [slot, vars] : named) SetOutput(&op, slot, Names(vars));
+  for (const auto& [slot, vars] : updated) SetOutput(&op, slot, Names(vars));
   if (attrs) attrs(&op);
   VarInfoMap infos;
-  for (const auto& [slot, vars] : inputs) {
-    for (const auto& v : vars) infos[v.name] = VarInfo{v.shape, v.dtype};
+  for (const auto* slots : {&inputs, &updated}) {
+    for (const auto& [slot, vars] : *slots) {
+      for (const auto& v : vars) infos[v.name] = VarInfo{v.shape, v.dtype};
+    }
   }
   try {
     InferOpShapes(op, &infos);
   } catch (const Error& e) {
     throw Error(e.code(), StrCat("appending op ", type, " (", prefix, "): ", e.message()));
+  }
+  for (const auto& [slot, vars] : updated) {
+    for (const auto& v : vars) {
+      const VarInfo& info = infos.at(v.name);
+      RILL_CHECK(ShapesCompatible(info.shape, v.shape) && info.dtype == v.dtype, kInvalidArgument,
+                 "appending op ", type, " (", prefix, "): output ", slot, " would make ", v.name,
+                 " ", DataTypeName(info.dtype), " ", ShapeToString(info.shape), ", but it is ",
+                 DataTypeName(v.dtype), " ", ShapeToString(v.shape));
+    }
   }
   std::vector<Var> result;
   for (auto& [slot, vars] : named) {
