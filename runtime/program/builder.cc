@@ -240,7 +240,7 @@ Var Builder::Fc(const Var& x, int size, Activation act, int num_flatten_dims,
 }
 
 Var Builder::Conv2d(const Var& x, int filters, int kernel_size, int stride, int padding,
-                    Activation act, int groups) {
+                    Activation act, int groups, bool bias) {
   RILL_CHECK(x.shape.size() == 4, kInvalidArgument, "conv2d: input ", x.name,
              " must be [N, C, H, W], is ", ShapeToString(x.shape));
   RILL_CHECK(groups >= 1 && x.shape[1] % groups == 0, kInvalidArgument, "conv2d: ", x.shape[1],
@@ -248,13 +248,15 @@ Var Builder::Conv2d(const Var& x, int filters, int kernel_size, int stride, int 
   const std::string name = main_->UniqueName("conv2d");
   Var w = Parameter(name + ".w", {filters, x.shape[1] / groups, kernel_size, kernel_size},
                     Initializer::XavierUniform(), x.dtype);
-  Var b = Parameter(name + ".b", {filters}, Initializer::Constant(0), x.dtype);
+  Var b;
+  if (bias) b = Parameter(name + ".b", {filters}, Initializer::Constant(0), x.dtype);
   Var y = AppendOp("conv2d", {{"Input", {x}}, {"Filter", {w}}}, {{"Output", 1}},
                    [&](proto::OpDesc* op) {
                      SetAttr(op, "strides", std::vector<int64_t>{stride, stride});
                      SetAttr(op, "paddings", std::vector<int64_t>{padding, padding});
                      SetAttr(op, "groups", groups);
                    })[0];
+  if (!bias) return Activate(y, act);
   Var out = AppendOp("elementwise_add", {{"X", {y}}, {"Y", {b}}}, {{"Out", 1}},
                      [](proto::OpDesc* op) { SetAttr(op, "axis", 1); })[0];
   return Activate(out, act);

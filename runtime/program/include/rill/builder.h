@@ -106,8 +106,10 @@ class Builder {
   Var Fc(const Var& x, int size, Activation act = Activation::kNone, int num_flatten_dims = 1,
          Initializer weight_init = Initializer::XavierUniform(),
          Initializer bias_init = Initializer::Constant(0));
+  // With bias false no bias is added (a convolution followed by batch_norm,
+  // whose own bias makes one redundant).
   Var Conv2d(const Var& x, int filters, int kernel_size, int stride = 1, int padding = 0,
-             Activation act = Activation::kNone, int groups = 1);
+             Activation act = Activation::kNone, int groups = 1, bool bias = true);
   Var Pool2d(const Var& x, int kernel_size, const std::string& type = "max", int stride = -1,
              int padding = 0);
   Var Activate(const Var& x, Activation act);
