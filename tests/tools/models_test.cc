@@ -62,7 +62,7 @@ TEST(ModelsTest, ResnetTrainsBitIdenticallyOnActorAndReferenceExecutors) {
     Model m;
     Build(&m, "resnet");
     const std::vector<std::string> stats = RunningStatistics(m);
-    ASSERT_EQ(stats.size(), 12u);  // 6 batch norms
+    ASSERT_EQ(stats.size(), 16u);  // 8 batch norms
     Scope ref_scope, actor_scope;
     Executor reference;
     reference.Run(m.startup.desc(), &ref_scope);

@@ -30,14 +30,14 @@ Var GlobalAveragePool(Builder& b, const Var& x) {
 }
 
 // 28x28 -> conv-bn-relu 32 -> 2x2 max pool (14x14) -> residual block ->
-// conv-bn-relu 64 stride 2 (7x7) -> residual block -> global average pool ->
-// fc 10.
+// conv-bn-relu 64 stride 2 (7x7) -> two residual blocks -> global average
+// pool -> fc 10.
 Var ResNet(Builder& b, const Var& image) {
   Var x = b.Reshape(image, {-1, 1, 28, 28});
   x = b.Pool2d(ConvBn(b, x, 32, 1, Activation::kRelu), 2);
   x = ResidualBlock(b, x);
   x = ConvBn(b, x, 64, 2, Activation::kRelu);
-  x = ResidualBlock(b, x);
+  x = ResidualBlock(b, ResidualBlock(b, x));
   return b.Fc(GlobalAveragePool(b, x), 10);
 }
 
