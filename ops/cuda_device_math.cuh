@@ -49,5 +49,7 @@ __device__ __forceinline__ float LogOf(float a) { return logf(a); }
 __device__ __forceinline__ double LogOf(double a) { return log(a); }
 __device__ __forceinline__ float TanhOf(float a) { return tanhf(a); }
 __device__ __forceinline__ double TanhOf(double a) { return tanh(a); }
+__device__ __forceinline__ float ErfOf(float a) { return erff(a); }
+__device__ __forceinline__ double ErfOf(double a) { return erf(a); }
 
 }  // namespace rill::cuda

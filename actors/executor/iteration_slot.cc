@@ -94,7 +94,9 @@ void IterationSlot::MakeScopes(const DataParallelPlan& plan, Scope* scope, bool 
       if (var.kind() == proto::READER) continue;  // one reader, shared by the places
       if (!var.persistable()) {
         child->Var(var.name());
-      } else if (!reduce) {
+      } else if (!reduce || (p > 0 && plan.IsPlaceState(var.name()))) {
+        // A place's own copy of a parameter (allreduce) or of per-place state
+        // (both strategies; place 0's is the scope's), filled from the scope.
         parameter_copies.push_back({child->Var(var.name()), base->FindVar(var.name()), p});
       }
     }

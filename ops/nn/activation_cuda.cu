@@ -54,6 +54,34 @@ __global__ void TanhGradKernel(const T* y, const T* dy, T* dx, int64_t n) {
   }
 }
 
+// The constants of gelu_op.cc, rounded to T as the CPU rounds them.
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+template <class T>
+__global__ void GeluKernel(const T* x, T* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    const T v = x[i];
+    y[i] = Mul(Mul(T(0.5), v), Add(T(1), ErfOf(Mul(v, static_cast<T>(kInvSqrt2)))));
+  }
+}
+
+template <class T>
+__global__ void GeluGradKernel(const T* x, const T* dy, T* dx, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{blockDim.x} * gridDim.x) {
+    if (dy == nullptr) {
+      dx[i] = T(0);
+      continue;
+    }
+    const T v = x[i];
+    const T cdf = Mul(T(0.5), Add(T(1), ErfOf(Mul(v, static_cast<T>(kInvSqrt2)))));
+    const T pdf = Mul(static_cast<T>(kInvSqrt2Pi), ExpOf(Mul(Mul(T(-0.5), v), v)));
+    dx[i] = Mul(dy[i], Add(cdf, Mul(v, pdf)));
+  }
+}
+
 }  // namespace
 
 template <class T>
@@ -86,6 +114,16 @@ void TanhGrad(const T* y, const T* dy, T* dx, int64_t n, cudaStream_t stream) {
   if (n > 0) TanhGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(y, dy, dx, n);
 }
 
+template <class T>
+void Gelu(const T* x, T* y, int64_t n, cudaStream_t stream) {
+  if (n > 0) GeluKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, y, n);
+}
+
+template <class T>
+void GeluGrad(const T* x, const T* dy, T* dx, int64_t n, cudaStream_t stream) {
+  if (n > 0) GeluGradKernel<T><<<Blocks(n), kThreads, 0, stream>>>(x, dy, dx, n);
+}
+
 template void Relu<float>(const float*, float*, int64_t, cudaStream_t);
 template void Relu<double>(const double*, double*, int64_t, cudaStream_t);
 template void ReluGrad<float>(const float*, const float*, float*, int64_t, cudaStream_t);
@@ -98,5 +136,9 @@ template void Tanh<float>(const float*, float*, int64_t, cudaStream_t);
 template void Tanh<double>(const double*, double*, int64_t, cudaStream_t);
 template void TanhGrad<float>(const float*, const float*, float*, int64_t, cudaStream_t);
 template void TanhGrad<double>(const double*, const double*, double*, int64_t, cudaStream_t);
+template void Gelu<float>(const float*, float*, int64_t, cudaStream_t);
+template void Gelu<double>(const double*, double*, int64_t, cudaStream_t);
+template void GeluGrad<float>(const float*, const float*, float*, int64_t, cudaStream_t);
+template void GeluGrad<double>(const double*, const double*, double*, int64_t, cudaStream_t);
 
 }  // namespace rill::cuda

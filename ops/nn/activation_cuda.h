@@ -30,4 +30,12 @@ void Tanh(const T* x, T* y, int64_t n, cudaStream_t stream);
 template <class T>
 void TanhGrad(const T* y, const T* dy, T* dx, int64_t n, cudaStream_t stream);
 
+// y = 0.5 * x * (1 + erf(x / sqrt(2))) (gelu_op.cc)
+template <class T>
+void Gelu(const T* x, T* y, int64_t n, cudaStream_t stream);
+// dx = dy * (0.5 * (1 + erf(x / sqrt(2))) + x * exp(-0.5 * x * x) / sqrt(2 * pi)), rounded
+// step by step in the CPU's order (no FMA); dy null: zeros. gelu_grad reads X, not Out.
+template <class T>
+void GeluGrad(const T* x, const T* dy, T* dx, int64_t n, cudaStream_t stream);
+
 }  // namespace rill::cuda

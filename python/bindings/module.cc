@@ -68,8 +68,9 @@ Activation ParseActivation(const std::string& name) {
   if (name == "sigmoid") return Activation::kSigmoid;
   if (name == "tanh") return Activation::kTanh;
   if (name == "softmax") return Activation::kSoftmax;
+  if (name == "gelu") return Activation::kGelu;
   Fail(ErrorCode::kInvalidArgument, "unknown activation \"", name,
-       "\" (expected relu, sigmoid, tanh or softmax)");
+       "\" (expected relu, sigmoid, tanh, softmax or gelu)");
 }
 
 py::list PairsToList(const std::vector<ParamGrad>& pairs) {
@@ -148,6 +149,11 @@ void BindBuilder(py::module_& module) {
            })
       .def("pool2d", &B::Pool2d)
       .def("dropout", &B::Dropout)
+      .def("batch_norm",
+           [](B& b, const Var& x, const std::string& act, float momentum, float epsilon) {
+             return b.BatchNorm(x, ParseActivation(act), momentum, epsilon);
+           })
+      .def("layer_norm", &B::LayerNorm)
       .def("embedding",
            [](B& b, const Var& ids, int64_t vocab, int64_t dim, const std::string& dtype,
               bool is_sparse) {

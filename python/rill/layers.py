@@ -57,6 +57,28 @@ def softmax(input):
     return _activation(input, "softmax")
 
 
+def gelu(x):
+    """0.5 * x * (1 + erf(x / sqrt(2))) elementwise (the exact form, Fluid's default)."""
+    return _activation(x, "gelu")
+
+
+def batch_norm(input, act=None, momentum=0.9, epsilon=1e-05):
+    """Batch normalisation over the channels (dim 1) of [N, C] or NCHW `input`:
+    a trained scale (1) and bias (0), and a running mean (0) and variance (1),
+    persistable and not trained, that training moves towards each batch's
+    statistics with `momentum`. Program.clone(for_test=True) normalises with
+    the running statistics. Then `act`."""
+    return _wrap(input.builder.batch_norm(input._var, act or "", momentum, epsilon),
+                 input.builder)
+
+
+def layer_norm(input, begin_norm_axis=1, epsilon=1e-05):
+    """Each row of `input` (the dimensions from begin_norm_axis on) normalised
+    to zero mean and unit variance, times a trained scale (1) plus a trained
+    bias (0) per element of a row."""
+    return _wrap(input.builder.layer_norm(input._var, begin_norm_axis, epsilon), input.builder)
+
+
 def cross_entropy(input, label):
     """-log(input[label]) per row of probabilities `input`, int64 labels [N, 1]."""
     return _wrap(input.builder.cross_entropy(input._var, label._var), input.builder)

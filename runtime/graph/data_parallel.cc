@@ -250,6 +250,15 @@ DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_i
       placement.place = OwnerOf(op, owner);
     }
     plan.ops.push_back(placement);
+    if (placement.kind != OpPlacement::kEveryPlace) continue;
+    for (const auto& slot : op.outputs()) {
+      for (const auto& name : slot.vars()) {
+        const proto::VarDesc* desc = vars.Find(name);
+        if (desc != nullptr && desc->persistable() && !desc->parameter()) {
+          plan.place_state.insert(name);
+        }
+      }
+    }
   }
   return plan;
 }

@@ -15,7 +15,16 @@
 //     place too with kAllReduce (each place updates its own parameter copy, so
 //     the copies stay identical); with kReduce they run once, on the place that
 //     owns the parameter (parameters are spread over places by size), reading
-//     and writing one shared copy.
+//     and writing one shared copy;
+//   - persistable variables that are not parameters and that ops on every
+//     place write (batch_norm's running mean and variance, updated in its
+//     forward pass) are state of each place: every place keeps its own copy
+//     (with kReduce too), starting from the scope's values, and no merge
+//     touches them (they are not gradients). Place 0's copy is the scope's,
+//     the one a checkpoint saves. So with N places each batch_norm
+//     normalises its own slice and keeps its own running statistics, as
+//     Fluid's and PyTorch DDP's batch norm do by default; merging the
+//     statistics across places (sync_batch_norm) is not done here.
 // With one place the plan leaves the program as it is.
 #pragma once
 
@@ -50,10 +59,14 @@ struct DataParallelPlan {
   BuildStrategy strategy;
   std::vector<OpPlacement> ops;  // by op index in the planned block
   std::set<std::string> shared;  // variables with one copy for all places
-  std::string loss_scale;        // the per-place loss scale variable, or ""
+  // Persistable non-parameter variables written on every place: one copy per
+  // place, whatever the strategy (see above).
+  std::set<std::string> place_state;
+  std::string loss_scale;  // the per-place loss scale variable, or ""
   int collectives = 0;
 
   bool IsShared(const std::string& name) const { return shared.count(name) > 0; }
+  bool IsPlaceState(const std::string& name) const { return place_state.count(name) > 0; }
 
   // Set by PlanDataParallel: the arena and the program on it.
   std::unique_ptr<google::protobuf::Arena> arena_;

@@ -110,8 +110,9 @@ class GraphBuilder {
   struct Name {
     const std::string* text;  // in the program or the sub-block accesses
     bool persistable = false;
-    bool written = false;  // by an op before the one being looked at (first pass)
-    bool fed = false;      // read before written: gets a feed node
+    bool place_state = false;  // persistable, but one copy per place (data_parallel.h)
+    bool written = false;      // by an op before the one being looked at (first pass)
+    bool fed = false;          // read before written: gets a feed node
   };
   struct VarState {
     int current = -1;          // var node id of the newest version
@@ -182,7 +183,7 @@ class GraphBuilder {
     auto [it, added] = ids_.try_emplace(std::string_view(text), static_cast<int>(names_.size()));
     if (added) {
       const proto::VarDesc* desc = vars_.Find(text);
-      names_.push_back({&text, desc != nullptr && desc->persistable()});
+      names_.push_back({&text, desc != nullptr && desc->persistable(), plan_.IsPlaceState(text)});
     }
     return it->second;
   }
@@ -199,8 +200,9 @@ class GraphBuilder {
   // The key a name resolves to for an op on `place`.
   int KeyFor(int name, int place, bool shared_all) const {
     if (shared_all) return kShared;
-    if (plan_.places > 1 && plan_.strategy.reduce == ReduceStrategy::kReduce &&
-        names_[static_cast<size_t>(name)].persistable) {
+    const Name& n = names_[static_cast<size_t>(name)];
+    if (plan_.places > 1 && plan_.strategy.reduce == ReduceStrategy::kReduce && n.persistable &&
+        !n.place_state) {
       return kShared;
     }
     return place;

@@ -24,6 +24,7 @@ const char* ActivationOp(Activation act) {
     case Activation::kSigmoid: return "sigmoid";
     case Activation::kTanh: return "tanh";
     case Activation::kSoftmax: return "softmax";
+    case Activation::kGelu: return "gelu";
   }
   return nullptr;
 }
@@ -148,6 +149,12 @@ Var Builder::Constant(const Shape& shape, float value, DataType dtype) {
 
 std::vector<Var> Builder::AppendOp(const std::string& type, const VarSlots& inputs,
                                    const OutputCounts& outputs, const OpAttrs& attrs) {
+  return AppendOpUpdating(type, inputs, outputs, {}, attrs);
+}
+
+std::vector<Var> Builder::AppendOpUpdating(const std::string& type, const VarSlots& inputs,
+                                           const OutputCounts& outputs, const VarSlots& updated,
+                                           const OpAttrs& attrs) {
   const std::string prefix = main_->UniqueName(type);
   VarSlots named;
   for (const auto& [slot, count] : outputs) {
@@ -164,15 +171,27 @@ std::vector<Var> Builder::AppendOp(const std::string& type, const VarSlots& inpu
   op.set_role(role_);
   for (const auto& [slot, vars] : inputs) SetInput(&op, slot, Names(vars));
   for (const auto& [slot, vars] : named) SetOutput(&op, slot, Names(vars));
+  for (const auto& [slot, vars] : updated) SetOutput(&op, slot, Names(vars));
   if (attrs) attrs(&op);
   VarInfoMap infos;
-  for (const auto& [slot, vars] : inputs) {
-    for (const auto& v : vars) infos[v.name] = VarInfo{v.shape, v.dtype};
+  for (const auto* slots : {&inputs, &updated}) {
+    for (const auto& [slot, vars] : *slots) {
+      for (const auto& v : vars) infos[v.name] = VarInfo{v.shape, v.dtype};
+    }
   }
   try {
     InferOpShapes(op, &infos);
   } catch (const Error& e) {
     throw Error(e.code(), StrCat("appending op ", type, " (", prefix, "): ", e.message()));
+  }
+  for (const auto& [slot, vars] : updated) {
+    for (const auto& v : vars) {
+      const VarInfo& info = infos.at(v.name);
+      RILL_CHECK(ShapesCompatible(info.shape, v.shape) && info.dtype == v.dtype, kInvalidArgument,
+                 "appending op ", type, " (", prefix, "): output ", slot, " would make ", v.name,
+                 " ", DataTypeName(info.dtype), " ", ShapeToString(info.shape), ", but it is ",
+                 DataTypeName(v.dtype), " ", ShapeToString(v.shape));
+    }
   }
   std::vector<Var> result;
   for (auto& [slot, vars] : named) {
@@ -221,7 +240,7 @@ Var Builder::Fc(const Var& x, int size, Activation act, int num_flatten_dims,
 }
 
 Var Builder::Conv2d(const Var& x, int filters, int kernel_size, int stride, int padding,
-                    Activation act, int groups) {
+                    Activation act, int groups, bool bias) {
   RILL_CHECK(x.shape.size() == 4, kInvalidArgument, "conv2d: input ", x.name,
              " must be [N, C, H, W], is ", ShapeToString(x.shape));
   RILL_CHECK(groups >= 1 && x.shape[1] % groups == 0, kInvalidArgument, "conv2d: ", x.shape[1],
@@ -229,13 +248,15 @@ Var Builder::Conv2d(const Var& x, int filters, int kernel_size, int stride, int 
   const std::string name = main_->UniqueName("conv2d");
   Var w = Parameter(name + ".w", {filters, x.shape[1] / groups, kernel_size, kernel_size},
                     Initializer::XavierUniform(), x.dtype);
-  Var b = Parameter(name + ".b", {filters}, Initializer::Constant(0), x.dtype);
+  Var b;
+  if (bias) b = Parameter(name + ".b", {filters}, Initializer::Constant(0), x.dtype);
   Var y = AppendOp("conv2d", {{"Input", {x}}, {"Filter", {w}}}, {{"Output", 1}},
                    [&](proto::OpDesc* op) {
                      SetAttr(op, "strides", std::vector<int64_t>{stride, stride});
                      SetAttr(op, "paddings", std::vector<int64_t>{padding, padding});
                      SetAttr(op, "groups", groups);
                    })[0];
+  if (!bias) return Activate(y, act);
   Var out = AppendOp("elementwise_add", {{"X", {y}}, {"Y", {b}}}, {{"Out", 1}},
                      [](proto::OpDesc* op) { SetAttr(op, "axis", 1); })[0];
   return Activate(out, act);

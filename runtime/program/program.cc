@@ -1,6 +1,7 @@
 #include "rill/program.h"
 
 #include "rill/op_desc.h"
+#include "rill/op_registry.h"
 
 namespace rill {
 
@@ -18,7 +19,11 @@ Program Program::CloneForTest() const {
   Program copy = *this;
   for (auto& block : *copy.desc_.mutable_blocks()) {
     for (auto& op : *block.mutable_ops()) {
-      if (op.type() == "dropout") SetAttr(&op, "is_test", true);
+      // Every op with an is_test attribute (dropout, batch_norm), as Fluid's clone(for_test).
+      const OpSchema* schema = FindOpSchema(op.type());
+      if (schema != nullptr && schema->FindAttr("is_test") != nullptr) {
+        SetAttr(&op, "is_test", true);
+      }
     }
   }
   return copy;

@@ -1,5 +1,5 @@
 // Agreement cases of the activation ops' CUDA kernels (ops/nn/activation_cuda.cu):
-// relu, sigmoid, tanh and their gradients.
+// relu, sigmoid, tanh, gelu and their gradients.
 #include "tests/gpu/op_cases.h"
 #include "tests/testing/gradient_check.h"
 
@@ -49,6 +49,14 @@ std::vector<Case> ActivationCases() {
       {"tanh_grad", {{"Out", x64}, {"Out@GRAD", dy64}}, {"X@GRAD"}, 0, 0},
       {"tanh_grad", {{"Out", x}}, {"X@GRAD"}, 0, 0},  // no Out@GRAD: zeros
       {"tanh_grad", {{"Out", x64}}, {"X@GRAD"}, 0, 0},
+      // gelu and its gradient: erf and exp differ by a few ulp between glibc
+      // and CUDA (erff: 2 ulp, erf: 2 ulp), passed on at most unchanged
+      // through the products and sums after them; as sigmoid's bounds.
+      {"gelu", {{"X", wide}}, {"Out"}, 1e-6, 1e-5},
+      {"gelu", {{"X", wide64}}, {"Out"}, 1e-12, 1e-12},
+      {"gelu_grad", {{"X", wide}, {"Out@GRAD", dy}}, {"X@GRAD"}, 1e-6, 1e-5},
+      {"gelu_grad", {{"X", wide64}, {"Out@GRAD", dy64}}, {"X@GRAD"}, 1e-12, 1e-12},
+      {"gelu_grad", {{"X", x}}, {"X@GRAD"}, 0, 0},  // no Out@GRAD: zeros
   };
 }
 

@@ -85,9 +85,10 @@ std::map<std::string, Tensor> RunOn(const Case& c, const Place& place) {
 
 std::vector<Case> Cases() {
   std::vector<Case> all;
-  for (const auto& group : {ActivationCases, UnaryCases, OptimizerCases, TensorCases, BinaryCases,
-                            ReduceCases, SoftmaxCases, ShapeCases, TopKCases, EmbeddingDropoutCases,
-                            RandomCases, GemmCases, NormCompareCases, ConvCases, PoolCases}) {
+  for (const auto& group :
+       {ActivationCases, UnaryCases, OptimizerCases, TensorCases, BinaryCases, ReduceCases,
+        SoftmaxCases, ShapeCases, TopKCases, EmbeddingDropoutCases, RandomCases, GemmCases,
+        NormCompareCases, ConvCases, PoolCases, NormCases}) {
     for (Case& c : group()) all.push_back(std::move(c));
   }
   return all;

@@ -53,5 +53,6 @@ std::vector<Case> GemmCases();              // cases_gemm.cc
 std::vector<Case> NormCompareCases();       // cases_norm_compare.cc
 std::vector<Case> ConvCases();              // cases_conv.cc
 std::vector<Case> PoolCases();              // cases_pool.cc
+std::vector<Case> NormCases();              // cases_norm.cc
 
 }  // namespace rill

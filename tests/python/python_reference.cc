@@ -90,6 +90,13 @@ const std::map<std::string, std::function<void(Builder&)>>& Cases() {
          b.Scale(x, 2.5f, 0.5f);
          b.Dropout(x, 0.3f);
        }},
+      {"norm",
+       [](Builder& b) {
+         Var image = b.Data("image", {-1, 2, 3, 3});
+         b.BatchNorm(image, Activation::kRelu);
+         b.BatchNorm(b.Data("x", {-1, 6}), Activation::kNone, 0.5f, 1e-3f);
+         b.Gelu(b.LayerNorm(image, 2, 1e-4f));
+       }},
       {"embedding",
        [](Builder& b) {
          Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);

@@ -86,6 +86,14 @@ def case_shapes():
             layers.scale(x, scale=2.5, bias=0.5), layers.dropout(x, dropout_prob=0.3)]
 
 
+def case_norm():
+    image = layers.data("image", shape=[2, 3, 3])
+    bn_image = layers.batch_norm(image, act="relu")
+    x = layers.data("x", shape=[6])
+    return [bn_image, layers.batch_norm(x, momentum=0.5, epsilon=1e-3),
+            layers.gelu(layers.layer_norm(image, begin_norm_axis=2, epsilon=1e-4))]
+
+
 def case_embedding():
     ids = layers.data("ids", shape=[1], dtype="int64")
     return [layers.embedding(ids, size=[10, 4]),
@@ -100,7 +108,7 @@ def case_mlp_momentum_l2_clip():
     return optimizer.minimize(mlp())
 
 
-CASES = {"mlp_momentum_l2_clip": case_mlp_momentum_l2_clip, "conv_pool": case_conv_pool, "shapes": case_shapes, "embedding": case_embedding,
+CASES = {"norm": case_norm, "mlp_momentum_l2_clip": case_mlp_momentum_l2_clip, "conv_pool": case_conv_pool, "shapes": case_shapes, "embedding": case_embedding,
          "fc": case_fc, "activations": case_activations, "losses": case_losses,
          "elementwise": case_elementwise, "mlp": mlp, "backward": case_backward,
          "mlp_sgd": case_mlp_sgd, "mlp_adam": case_mlp_adam}
@@ -227,6 +235,37 @@ def test_convolution_and_pooling_match_numpy():
     np.testing.assert_allclose(conv, want, rtol=1e-4, atol=1e-5)
     np.testing.assert_array_equal(max_value, conv.reshape(2, 3, 3, 2, 3, 2).max(axis=(3, 5)))
     assert avg_value.shape == (2, 3, 6, 6)
+
+
+def test_normalisation_layers_match_numpy():
+    rng = np.random.RandomState(5)
+    image = (rng.randn(4, 2, 3, 3) * 2 + 1).astype(np.float32)
+    x = rng.randn(5, 6).astype(np.float32)
+    main, startup, (bn_image, bn_x, gelu_norm) = build(case_norm)
+    (got_image, got_x, got_gelu), scope = run_once(main, startup, {"image": image, "x": x},
+                                                   [bn_image, bn_x, gelu_norm])
+    wide = image.astype(np.float64)
+    mean, var = wide.mean(axis=(0, 2, 3)), wide.var(axis=(0, 2, 3))
+    normed = (wide - mean.reshape(1, 2, 1, 1)) / np.sqrt(var.reshape(1, 2, 1, 1) + 1e-5)
+    np.testing.assert_allclose(got_image, np.maximum(normed, 0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(scope.get("batch_norm_0.mean"), 0.1 * mean, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(scope.get("batch_norm_0.variance"), 0.9 + 0.1 * var, rtol=1e-5)
+    x64 = x.astype(np.float64)
+    np.testing.assert_allclose(got_x, (x64 - x64.mean(0)) / np.sqrt(x64.var(0) + 1e-3),
+                               rtol=1e-4, atol=1e-5)
+    rows = wide.reshape(8, 9)
+    ln = (rows - rows.mean(1, keepdims=True)) / np.sqrt(rows.var(1, keepdims=True) + 1e-4)
+    erf = np.vectorize(__import__("math").erf)
+    np.testing.assert_allclose(got_gelu.reshape(8, 9), 0.5 * ln * (1 + erf(ln / np.sqrt(2))),
+                               rtol=1e-4, atol=1e-5)
+    # The test clone normalises with the running statistics (after one step).
+    test_main = main.clone(for_test=True)
+    got = rill.Executor().run(test_main, feed={"image": image, "x": x}, fetch_list=[bn_image],
+                              scope=scope)[0]
+    run_mean = scope.get("batch_norm_0.mean").reshape(1, 2, 1, 1)
+    run_var = scope.get("batch_norm_0.variance").reshape(1, 2, 1, 1)
+    np.testing.assert_allclose(got, np.maximum((wide - run_mean) / np.sqrt(run_var + 1e-5), 0),
+                               rtol=1e-4, atol=1e-5)
 
 
 def test_operators_need_variables():

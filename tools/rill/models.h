@@ -18,9 +18,12 @@ struct Classifier {
 };
 
 // "mlp": 784-256-128-10 with ReLU. "cnn": two 5x5 conv + ReLU + 2x2 max-pool
-// layers (32 and 64 channels), fc 1024 + ReLU, fc 10. "linreg": one linear
-// layer 784-10 (multinomial logistic regression). Throws kInvalidArgument for
-// another name.
+// layers (32 and 64 channels), fc 1024 + ReLU, fc 10. "resnet": a small
+// residual network: 3x3 conv-bn-relu (32 channels) and 2x2 max-pool, a
+// residual block (two conv-bn, identity shortcut), a stride-2 conv-bn-relu to
+// 64 channels, two more residual blocks, global average pooling, fc 10.
+// "linreg": one linear layer 784-10 (multinomial logistic regression). Throws
+// kInvalidArgument for another name.
 Classifier BuildClassifier(Builder& builder, const std::string& model);
 
 // "sgd", "momentum" or "adam" at learning rate `lr`; throws kInvalidArgument

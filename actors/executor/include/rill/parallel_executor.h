@@ -16,7 +16,9 @@
 // one row more when it does not divide; other feeds go whole to every place).
 // The gradients are merged after backward (BuildStrategy: kAllReduce keeps a
 // parameter copy per place, kReduce one shared copy updated by its owner), so
-// N places with batch B compute what one place computes with batch B.
+// N places with batch B compute what one place computes with batch B, but for
+// batch_norm: each place normalises its slice with the slice's statistics and
+// keeps its own running statistics (runtime/graph/data_parallel.h).
 // Fetches are merged: variables with a batch dim are concatenated, one-element
 // values (losses) averaged weighted by each place's rows, anything else is
 // place 0's (see MergeFor).

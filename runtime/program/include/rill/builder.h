@@ -48,7 +48,7 @@ struct Initializer {
   static Initializer XavierNormal() { return {Kind::kXavierNormal, 0, 0}; }
 };
 
-enum class Activation { kNone, kRelu, kSigmoid, kTanh, kSoftmax };
+enum class Activation { kNone, kRelu, kSigmoid, kTanh, kSoftmax, kGelu };
 
 // Variable lists per slot, for AppendOp.
 using VarSlots = std::vector<std::pair<std::string, std::vector<Var>>>;
@@ -91,6 +91,12 @@ class Builder {
   // `named_outputs`), declared with the shapes inferred by the op.
   std::vector<Var> AppendOp(const std::string& type, const VarSlots& inputs,
                             const OutputCounts& outputs, const OpAttrs& attrs = {});
+  // Like AppendOp, with the output slots of `updated` bound to existing
+  // variables (state an op updates in place, as batch_norm's running
+  // statistics); only the fresh outputs are returned.
+  std::vector<Var> AppendOpUpdating(const std::string& type, const VarSlots& inputs,
+                                    const OutputCounts& outputs, const VarSlots& updated,
+                                    const OpAttrs& attrs = {});
   // Appends an op writing existing variables (in-place updates, optimizers).
   void AppendOpTo(const std::string& type, const VarSlots& inputs, const VarSlots& outputs,
                   const OpAttrs& attrs = {});
@@ -100,8 +106,10 @@ class Builder {
   Var Fc(const Var& x, int size, Activation act = Activation::kNone, int num_flatten_dims = 1,
          Initializer weight_init = Initializer::XavierUniform(),
          Initializer bias_init = Initializer::Constant(0));
+  // With bias false no bias is added (a convolution followed by batch_norm,
+  // whose own bias makes one redundant).
   Var Conv2d(const Var& x, int filters, int kernel_size, int stride = 1, int padding = 0,
-             Activation act = Activation::kNone, int groups = 1);
+             Activation act = Activation::kNone, int groups = 1, bool bias = true);
   Var Pool2d(const Var& x, int kernel_size, const std::string& type = "max", int stride = -1,
              int padding = 0);
   Var Activate(const Var& x, Activation act);
@@ -109,6 +117,18 @@ class Builder {
   Var Sigmoid(const Var& x) { return Activate(x, Activation::kSigmoid); }
   Var Tanh(const Var& x) { return Activate(x, Activation::kTanh); }
   Var Softmax(const Var& x) { return Activate(x, Activation::kSoftmax); }
+  // 0.5 * x * (1 + erf(x / sqrt(2))), the exact GELU.
+  Var Gelu(const Var& x) { return Activate(x, Activation::kGelu); }
+  // Batch normalisation over the channels (dim 1) of [N, C] or NCHW x
+  // (builder_norm.cc): a scale (1) and a bias (0), trained, and a running
+  // mean (0) and variance (1), persistable and not trained, which the op
+  // updates in place with `momentum` in training; Program::CloneForTest
+  // makes it normalise with them. Then `act`.
+  Var BatchNorm(const Var& x, Activation act = Activation::kNone, float momentum = 0.9f,
+                float epsilon = 1e-5f);
+  // Each row of x (the dims from begin_norm_axis on, known sizes) normalised,
+  // times a scale (1) plus a bias (0) per element of a row, both trained.
+  Var LayerNorm(const Var& x, int begin_norm_axis = 1, float epsilon = 1e-5f);
   Var CrossEntropy(const Var& probabilities, const Var& label);
   // Per-example loss [N, 1] from unnormalised logits and int64 labels [N, 1].
   Var SoftmaxWithCrossEntropy(const Var& logits, const Var& label);

@@ -25,7 +25,8 @@ class Program {
   std::string UniqueName(const std::string& prefix);
   void set_random_seed(uint64_t seed) { desc_.set_random_seed(seed); }
 
-  // A copy for evaluation: dropout switched to its inference behaviour.
+  // A copy for evaluation: every op with an is_test attribute (dropout,
+  // batch_norm) switched to its inference behaviour.
   Program CloneForTest() const;
 
  private:

@@ -1,0 +1,276 @@
+// batch_norm: Fluid's batch normalisation over the channels of [N, C] or NCHW
+// [N, C, H, W] inputs, and its gradient.
+//
+// Training (is_test false): each channel is normalised with the batch's mean
+// and biased variance, and the running statistics move towards them:
+// MeanOut = momentum * Mean + (1 - momentum) * batch mean (VarianceOut
+// likewise). MeanOut and VarianceOut are normally the variables Mean and
+// Variance themselves (persistable, not trained), updated in place.
+// Inference (is_test true): the running Mean and Variance normalise, and
+// MeanOut/VarianceOut keep their values.
+// SavedMean and SavedVariance hold what normalised (SavedVariance as the
+// inverse standard deviation 1 / sqrt(var + epsilon), as in Fluid's CPU
+// kernel) for the gradient.
+//
+// Data parallel: each place normalises its own slice of the batch with its
+// slice's statistics and updates its own copy of the running statistics
+// (as Fluid and PyTorch DDP do by default); see runtime/graph/data_parallel.h.
+#include <cmath>
+#include <vector>
+
+#include "ops/nn/batch_norm_util.h"
+#include "ops/nn/lane_sum.h"
+#include "rill/kernel_context.h"
+#include "rill/op_desc.h"
+#include "rill/op_registry.h"
+#include "rill/shape_context.h"
+
+namespace rill {
+namespace {
+
+// Sum over channel c's elements (every image, the whole plane) of term(i), i
+// an index into X.
+template <class T, class Term>
+T ChannelSum(const BatchNormDims& d, int64_t c, Term term) {
+  T total = T(0);
+  for (int64_t n = 0; n < d.n; ++n) {
+    const int64_t base = (n * d.c + c) * d.hw;
+    total += LaneSum<T>(d.hw, [&](int64_t i) { return term(base + i); });
+  }
+  return total;
+}
+
+// out[i] = a[c] * u[i] + b[c] * v[i] + k[c] over X's layout (v may be null: 0).
+template <class T>
+void ChannelAffine(const BatchNormDims& d, const T* a, const T* u, const T* b, const T* v,
+                   const T* k, T* out) {
+  for (int64_t n = 0; n < d.n; ++n) {
+    for (int64_t c = 0; c < d.c; ++c) {
+      const int64_t base = (n * d.c + c) * d.hw;
+      const T ac = a[c], kc = k[c];
+      if (v == nullptr) {
+        for (int64_t i = 0; i < d.hw; ++i) out[base + i] = ac * u[base + i] + kc;
+      } else {
+        const T bc = b[c];
+        for (int64_t i = 0; i < d.hw; ++i) out[base + i] = ac * u[base + i] + bc * v[base + i] + kc;
+      }
+    }
+  }
+}
+
+void BatchNormKernel(KernelContext& ctx) {
+  const BatchNormForward f = CheckBatchNormKernel(ctx);
+  const BatchNormDims& d = f.dims;
+  VisitFloatType(f.x->dtype(), [&]<class T>() {
+    const T* x = f.x->data<T>();
+    const T* scale = f.scale->data<T>();
+    const T* bias = f.bias->data<T>();
+    const Shape x_shape = f.x->shape();
+    const size_t c = static_cast<size_t>(d.c);
+    // Read before any output is allocated: MeanOut is Mean, VarianceOut Variance.
+    std::vector<T> running_mean(f.mean->data<T>(), f.mean->data<T>() + c);
+    std::vector<T> running_var(f.variance->data<T>(), f.variance->data<T>() + c);
+    std::vector<T> mean(c), var(c), inv_std(c), a(c), k(c);
+    const T eps = static_cast<T>(f.epsilon);
+    for (size_t ch = 0; ch < c; ++ch) {
+      if (f.is_test) {
+        mean[ch] = running_mean[ch];
+        var[ch] = running_var[ch];
+      } else {
+        const T count = static_cast<T>(d.per_channel());
+        const int64_t i64 = static_cast<int64_t>(ch);
+        mean[ch] = ChannelSum<T>(d, i64, [&](int64_t i) { return x[i]; }) / count;
+        const T m = mean[ch];
+        var[ch] = ChannelSum<T>(d, i64,
+                                [&](int64_t i) {
+                                  const T u = x[i] - m;
+                                  return u * u;
+                                }) /
+                  count;
+      }
+      inv_std[ch] = T(1) / std::sqrt(var[ch] + eps);
+      a[ch] = scale[ch] * inv_std[ch];
+      k[ch] = bias[ch] - mean[ch] * a[ch];
+    }
+    T* y = ctx.Output("Y")->Allocate<T>(x_shape);
+    ChannelAffine<T>(d, a.data(), x, nullptr, nullptr, k.data(), y);
+    const T momentum = static_cast<T>(f.momentum);
+    T* mean_out = ctx.Output("MeanOut")->Allocate<T>({d.c});
+    T* var_out = ctx.Output("VarianceOut")->Allocate<T>({d.c});
+    T* saved_mean = ctx.Output("SavedMean")->Allocate<T>({d.c});
+    T* saved_inv_std = ctx.Output("SavedVariance")->Allocate<T>({d.c});
+    for (size_t ch = 0; ch < c; ++ch) {
+      if (f.is_test) {
+        mean_out[ch] = running_mean[ch];
+        var_out[ch] = running_var[ch];
+      } else {
+        mean_out[ch] = momentum * running_mean[ch] + (T(1) - momentum) * mean[ch];
+        var_out[ch] = momentum * running_var[ch] + (T(1) - momentum) * var[ch];
+      }
+      saved_mean[ch] = mean[ch];
+      saved_inv_std[ch] = inv_std[ch];
+    }
+  });
+}
+
+// With xhat = (X - mean) * inv_std: Bias@GRAD = sum(dY), Scale@GRAD =
+// sum(dY * xhat) per channel; in training X@GRAD = Scale * inv_std * (dY -
+// Bias@GRAD / m - xhat * Scale@GRAD / m) (the batch statistics depend on X),
+// in inference X@GRAD = Scale * inv_std * dY. A missing Y@GRAD means zero.
+void BatchNormGradKernel(KernelContext& ctx) {
+  const BatchNormBackward b = CheckBatchNormGradKernel(ctx);
+  const BatchNormDims& d = b.dims;
+  Tensor* dx_t = ctx.HasOutput("X@GRAD") ? ctx.Output("X@GRAD") : nullptr;
+  Tensor* dscale_t = ctx.HasOutput("Scale@GRAD") ? ctx.Output("Scale@GRAD") : nullptr;
+  Tensor* dbias_t = ctx.HasOutput("Bias@GRAD") ? ctx.Output("Bias@GRAD") : nullptr;
+  VisitFloatType(b.x->dtype(), [&]<class T>() {
+    const T* x = b.x->data<T>();
+    const T* dy = b.dy ? b.dy->data<T>() : nullptr;
+    const T* scale = b.scale->data<T>();
+    const T* mean = b.saved_mean->data<T>();
+    const T* inv_std = b.saved_inv_std->data<T>();
+    const Shape x_shape = b.x->shape();
+    const size_t c = static_cast<size_t>(d.c);
+    std::vector<T> sum_dy(c, T(0)), sum_dy_xmu(c, T(0)), a(c), slope(c), k(c);
+    for (size_t ch = 0; ch < c && dy != nullptr; ++ch) {
+      const int64_t i64 = static_cast<int64_t>(ch);
+      const T m = mean[ch];
+      sum_dy[ch] = ChannelSum<T>(d, i64, [&](int64_t i) { return dy[i]; });
+      sum_dy_xmu[ch] = ChannelSum<T>(d, i64, [&](int64_t i) { return dy[i] * (x[i] - m); });
+    }
+    const T count = static_cast<T>(d.per_channel());
+    for (size_t ch = 0; ch < c; ++ch) {
+      a[ch] = scale[ch] * inv_std[ch];
+      slope[ch] = b.is_test ? T(0) : -a[ch] * inv_std[ch] * inv_std[ch] * sum_dy_xmu[ch] / count;
+      k[ch] = b.is_test ? T(0) : -a[ch] * sum_dy[ch] / count - slope[ch] * mean[ch];
+    }
+    // Allocated after every input was read: X@GRAD may be Y@GRAD.
+    if (dscale_t != nullptr) {
+      T* ds = dscale_t->Allocate<T>({d.c});
+      for (size_t ch = 0; ch < c; ++ch) ds[ch] = sum_dy_xmu[ch] * inv_std[ch];
+    }
+    if (dbias_t != nullptr) {
+      T* db = dbias_t->Allocate<T>({d.c});
+      for (size_t ch = 0; ch < c; ++ch) db[ch] = sum_dy[ch];
+    }
+    if (dx_t == nullptr) return;
+    T* dx = dx_t->Allocate<T>(x_shape);
+    if (dy == nullptr) {
+      const int64_t n = dx_t->numel();
+      for (int64_t i = 0; i < n; ++i) dx[i] = T(0);
+      return;
+    }
+    ChannelAffine<T>(d, a.data(), dy, slope.data(), b.is_test ? nullptr : x, k.data(), dx);
+  });
+}
+
+// Checks that `slot` is declared [C] of X's type.
+void CheckChannelSlot(ShapeContext& ctx, const char* op, const char* slot, int64_t c,
+                      DataType dtype) {
+  const Shape& s = ctx.InputShape(slot);
+  ctx.Check(s.size() == 1, op, ": ", slot, " (", ctx.InputName(slot), ") must be [C], is ",
+            ShapeToString(s));
+  ctx.CheckDim(s[0], c,
+               StrCat(op, ": ", slot, " (", ctx.InputName(slot), ") against X's channels"));
+  ctx.Check(ctx.InputType(slot) == dtype, op, ": ", slot, " (", ctx.InputName(slot), ") is ",
+            DataTypeName(ctx.InputType(slot)), " but X is ", DataTypeName(dtype));
+}
+
+void InferBatchNormShape(ShapeContext& ctx) {
+  const Shape& x = ctx.InputShape("X");
+  const BatchNormDims d = BatchNormDimsOf("batch_norm", ctx.InputName("X"), x);
+  const DataType dtype = ctx.InputType("X");
+  for (const char* slot : {"Scale", "Bias", "Mean", "Variance"}) {
+    CheckChannelSlot(ctx, "batch_norm", slot, d.c, dtype);
+  }
+  const Shape channels{d.c >= 0 ? d.c : ctx.InputShape("Scale")[0]};
+  ctx.SetOutput("Y", x, dtype);
+  for (const char* slot : {"MeanOut", "VarianceOut", "SavedMean", "SavedVariance"}) {
+    ctx.SetOutput(slot, channels, dtype);
+  }
+}
+
+void InferBatchNormGradShape(ShapeContext& ctx) {
+  const Shape& x = ctx.InputShape("X");
+  const BatchNormDims d = BatchNormDimsOf("batch_norm_grad", ctx.InputName("X"), x);
+  const DataType dtype = ctx.InputType("X");
+  for (const char* slot : {"Scale", "SavedMean", "SavedVariance"}) {
+    CheckChannelSlot(ctx, "batch_norm_grad", slot, d.c, dtype);
+  }
+  if (ctx.HasInput("Y@GRAD")) {
+    ctx.Check(ShapesCompatible(x, ctx.InputShape("Y@GRAD")), "batch_norm_grad: Y@GRAD (",
+              ctx.InputName("Y@GRAD"), ") is ", ShapeToString(ctx.InputShape("Y@GRAD")),
+              " but X is ", ShapeToString(x));
+  }
+  ctx.SetOutput("X@GRAD", x, dtype);
+  ctx.SetOutput("Scale@GRAD", ctx.InputShape("Scale"), dtype);
+  ctx.SetOutput("Bias@GRAD", ctx.InputShape("Scale"), dtype);
+}
+
+std::vector<proto::OpDesc> BatchNormGrad(const proto::OpDesc& fwd) {
+  proto::OpDesc grad;
+  grad.set_type("batch_norm_grad");
+  SetInput(&grad, "X", {InputVar(fwd, "X")});
+  SetInput(&grad, "Scale", {InputVar(fwd, "Scale")});
+  SetInput(&grad, "SavedMean", {OutputVar(fwd, "SavedMean")});
+  SetInput(&grad, "SavedVariance", {OutputVar(fwd, "SavedVariance")});
+  SetInput(&grad, "Y@GRAD", {GradVarName(OutputVar(fwd, "Y"))});
+  SetOutput(&grad, "X@GRAD", {GradVarName(InputVar(fwd, "X"))});
+  SetOutput(&grad, "Scale@GRAD", {GradVarName(InputVar(fwd, "Scale"))});
+  SetOutput(&grad, "Bias@GRAD", {GradVarName(InputVar(fwd, "Bias"))});
+  for (const char* name : {"is_test", "data_layout"}) {
+    if (const proto::Attr* attr = FindAttr(fwd, name)) *MutableAttr(&grad, name) = *attr;
+  }
+  return {grad};
+}
+
+}  // namespace
+
+RILL_REGISTER_OP(
+    batch_norm,
+    OpSchema("batch_norm")
+        .Doc("Batch normalisation over the channels (dim 1) of [N, C] or NCHW X: Y = (X - mean) "
+             "/ sqrt(var + epsilon) * Scale + Bias, with the batch's statistics in training "
+             "(the running ones move towards them) or the running ones in inference.")
+        .Input("X", "[N, C] or [N, C, H, W]")
+        .Input("Scale", "[C], the multiplier (gamma)")
+        .Input("Bias", "[C], the offset (beta)")
+        .Input("Mean", "[C], the running mean (persistable, not trained)", kNoGradient)
+        .Input("Variance", "[C], the running variance (persistable, not trained)", kNoGradient)
+        .Output("Y", "the normalised X, X's shape")
+        .Output("MeanOut", "the running mean after this step: the variable Mean, updated in place",
+                kNoGradient)
+        .Output("VarianceOut", "the running variance after this step: the variable Variance",
+                kNoGradient)
+        .Output("SavedMean", "[C], the mean that normalised (the batch's in training)", kNoGradient)
+        .Output("SavedVariance",
+                "[C], 1 / sqrt(variance + epsilon) of the variance that normalised", kNoGradient)
+        .Attr("momentum", 0.9f, "weight of the old running statistics in their update",
+              InRange(0.0, 1.0))
+        .Attr("epsilon", 1e-5f, "added to the variance before its square root", InRange(0.0, 1.0))
+        .Attr("is_test", false, "inference: normalise with the running statistics, keep them")
+        .Attr("data_layout", "NCHW", "the layout of X (channels at dim 1)", OneOf({"NCHW"}))
+        .InferShape(InferBatchNormShape)
+        .CpuKernel(BatchNormKernel)
+        .Grad(BatchNormGrad));
+
+RILL_REGISTER_OP(batch_norm_grad,
+                 OpSchema("batch_norm_grad")
+                     .Doc("Gradients of batch_norm with respect to X, Scale and Bias.")
+                     .Input("X", "the forward X")
+                     .Input("Scale", "the forward Scale")
+                     .Input("SavedMean", "the forward SavedMean", kNoGradient)
+                     .Input("SavedVariance",
+                            "the forward SavedVariance (inverse standard deviation)", kNoGradient)
+                     .Input("Y@GRAD", "gradient of Y; absent means zero", kOptional)
+                     .Output("X@GRAD", "gradient of X", kOptional)
+                     .Output("Scale@GRAD", "gradient of Scale", kOptional)
+                     .Output("Bias@GRAD", "gradient of Bias", kOptional)
+                     .Attr("is_test", false,
+                           "the forward op normalised with the running statistics")
+                     .Attr("data_layout", "NCHW", "the layout of X (channels at dim 1)",
+                           OneOf({"NCHW"}))
+                     .InferShape(InferBatchNormGradShape)
+                     .CpuKernel(BatchNormGradKernel));
+
+}  // namespace rill
