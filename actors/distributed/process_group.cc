@@ -1,0 +1,247 @@
+#include "rill/process_group.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <vector>
+
+#include "actors/distributed/rendezvous_store.h"
+#include "gloo/allreduce.h"
+#include "gloo/broadcast.h"
+#include "gloo/math.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/transport/tcp/device.h"
+#include "rill/error.h"
+
+namespace rill {
+namespace {
+
+constexpr const char* kGroupVar = "@PROCESS_GROUP@";
+
+std::string Env(const char* name, bool required) {
+  const char* value = std::getenv(name);
+  RILL_CHECK(!required || (value != nullptr && *value != '\0'), kInvalidArgument,
+             "the environment variable ", name, " is not set (rill launch --collective sets it)");
+  return value == nullptr ? "" : value;
+}
+
+int EnvInt(const char* name) {
+  const std::string text = Env(name, true);
+  char* end = nullptr;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  RILL_CHECK(end != text.c_str() && *end == '\0' && value >= 0 && value < (1 << 20),
+             kInvalidArgument, "the environment variable ", name, "=\"", text, "\" is not a count");
+  return static_cast<int>(value);
+}
+
+std::string ArrivedKey(int rank) { return StrCat("rill/arrived/", rank); }
+std::string DoneKey(int rank) { return StrCat("rill/done/", rank); }
+
+// "rank N" for the key of rank N under `prefix`.
+std::string RankOfKey(const std::string& key, const std::string& prefix) {
+  if (key.rfind(prefix, 0) != 0) return StrCat("key \"", key, "\"");
+  return StrCat("rank ", key.substr(prefix.size()));
+}
+
+}  // namespace
+
+class ProcessGroup::Impl {
+ public:
+  explicit Impl(const ProcessGroupOptions& options) : options_(options) {
+    RILL_CHECK(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
+               kInvalidArgument, "rank ", options.rank, " is not in a group of ",
+               options.world_size, " processes");
+    RendezvousStore::Options store;
+    store.rank = options.rank;
+    store.world_size = options.world_size;
+    store.master = ParseEndpoint(options.master);
+    store.token = options.token;
+    store.timeout = options.timeout;
+    try {
+      store_ = std::make_unique<RendezvousStore>(store);
+    } catch (const Error& error) {
+      Fail(error.code(), "rank ", options.rank, " of ", options.world_size,
+           options.rank == 0 ? ": cannot open the rendezvous store at "
+                             : ": cannot join the rendezvous store of rank 0 at ",
+           options.master, ": ", error.message());
+    }
+    Meet();
+    ConnectGloo();
+  }
+
+  ~Impl() {
+    // Every rank waits for all to finish their collectives before anyone's
+    // Gloo pairs close (a rank that closed early would break the last
+    // allreduce of a slower one), then says goodbye; rank 0 keeps its store
+    // up until the others have left.
+    if (!broken_) {
+      try {
+        store_->Set(DoneKey(options_.rank), "");
+        std::vector<std::string> keys;
+        for (int r = 0; r < options_.world_size; ++r) keys.push_back(DoneKey(r));
+        store_->Get(keys, options_.timeout);
+      } catch (const std::exception&) {
+        // Leaving anyway: a rank that is gone cannot be waited for.
+      }
+    }
+    context_.reset();
+    device_.reset();
+    store_->Leave(options_.timeout);
+  }
+
+  const ProcessGroupOptions& options() const { return options_; }
+  uint16_t master_port() const { return store_->port(); }
+
+  template <typename T>
+  void AllreduceSum(T* data, size_t count) {
+    if (options_.world_size == 1 || count == 0) return;
+    Run(StrCat("the allreduce of ", count, " values"), [&](uint32_t tag) {
+      gloo::AllreduceOptions opts(context_);
+      opts.setOutput(data, count);
+      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
+      opts.setReduceFunction(
+          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
+      opts.setTag(tag);
+      opts.setTimeout(options_.timeout);
+      gloo::allreduce(opts);
+    });
+  }
+
+  void Broadcast(void* data, size_t bytes, int root) {
+    RILL_CHECK(root >= 0 && root < options_.world_size, kInvalidArgument, "rank ", options_.rank,
+               ": broadcast from rank ", root, ", not in a group of ", options_.world_size);
+    if (options_.world_size == 1 || bytes == 0) return;
+    Run(StrCat("the broadcast of ", bytes, " bytes from rank ", root), [&](uint32_t tag) {
+      gloo::BroadcastOptions opts(context_);
+      opts.setOutput(static_cast<uint8_t*>(data), bytes);
+      opts.setRoot(root);
+      opts.setTag(tag);
+      opts.setTimeout(options_.timeout);
+      gloo::broadcast(opts);
+    });
+  }
+
+ private:
+  // Every rank announces itself and waits for all the others: a rank that
+  // never comes is named here, before Gloo's own (anonymous) waits.
+  void Meet() {
+    store_->Set(ArrivedKey(options_.rank), "");
+    std::vector<std::string> keys;
+    for (int r = 0; r < options_.world_size; ++r) keys.push_back(ArrivedKey(r));
+    try {
+      store_->Get(keys, options_.timeout,
+                  [](const std::string& key) { return RankOfKey(key, "rill/arrived/"); });
+    } catch (const Error& error) {
+      store_->Abort(StrCat("the rendezvous failed: ", error.message()));
+      Fail(error.code(), "the rendezvous failed: ", error.message());
+    }
+  }
+
+  void ConnectGloo() {
+    try {
+      gloo::transport::tcp::attr attr;
+      attr.hostname = options_.bind_host;
+      device_ = gloo::transport::tcp::CreateDevice(attr);
+      auto context =
+          std::make_shared<gloo::rendezvous::Context>(options_.rank, options_.world_size);
+      context->setTimeout(options_.timeout);
+      // Gloo's keys ("rank_N") do not meet Rill's ("rill/..."). Not Gloo's
+      // PrefixStore: its wait without a timeout waits 30 s, not ours.
+      context->connectFullMesh(*store_, device_);
+      context_ = std::move(context);
+    } catch (const Error& error) {
+      Fail(error.code(), "rank ", options_.rank, ": connecting the ranks' Gloo pairs (bound to ",
+           options_.bind_host, ") failed: ", error.message());
+    } catch (const std::exception& error) {
+      Fail(ErrorCode::kUnavailable, "rank ", options_.rank,
+           ": connecting the ranks' Gloo pairs (bound to ", options_.bind_host,
+           ") failed: ", error.what(), Lost());
+    }
+  }
+
+  // Runs one collective with the next tag; a failure breaks the group and
+  // names the ranks rank 0 saw leave.
+  template <typename F>
+  void Run(const std::string& what, F&& collective) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    RILL_CHECK(!broken_, kUnavailable, "rank ", options_.rank, ": ", what,
+               ": the process group broke at an earlier collective: ", broken_why_);
+    try {
+      collective(tag_++);
+    } catch (const std::exception& error) {
+      broken_ = true;
+      broken_why_ = StrCat(error.what(), Lost());
+      Fail(ErrorCode::kUnavailable, "rank ", options_.rank, " of ", options_.world_size, ": ", what,
+           " failed: ", broken_why_);
+    }
+  }
+
+  // What rank 0 knows of ranks that left (given a moment to hear of a rank
+  // whose death broke a collective), as "; <text>", or that none left.
+  std::string Lost() {
+    const std::string lost = store_->Lost(std::chrono::milliseconds(3000));
+    if (lost.empty()) return "; no rank has left the group (one may have stalled)";
+    return StrCat("; ", lost);
+  }
+
+  const ProcessGroupOptions options_;
+  std::unique_ptr<RendezvousStore> store_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::shared_ptr<gloo::Context> context_;
+  std::mutex mutex_;
+  uint32_t tag_ = 0;
+  bool broken_ = false;
+  std::string broken_why_;
+};
+
+ProcessGroup::ProcessGroup(const ProcessGroupOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
+
+ProcessGroup::~ProcessGroup() = default;
+
+ProcessGroupOptions ProcessGroup::OptionsFromEnvironment(std::chrono::milliseconds timeout) {
+  ProcessGroupOptions options;
+  options.rank = EnvInt("RILL_RANK");
+  options.world_size = EnvInt("RILL_WORLD_SIZE");
+  options.master = Env("RILL_MASTER", true);
+  options.token = Env("RILL_TOKEN", false);
+  const std::string bind = Env("RILL_BIND_HOST", false);
+  if (!bind.empty()) options.bind_host = bind;
+  options.timeout = timeout;
+  RILL_CHECK(options.rank < options.world_size, kInvalidArgument, "RILL_RANK=", options.rank,
+             " is not below RILL_WORLD_SIZE=", options.world_size);
+  return options;
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::FromEnvironment(std::chrono::milliseconds timeout) {
+  return std::make_shared<ProcessGroup>(OptionsFromEnvironment(timeout));
+}
+
+int ProcessGroup::rank() const { return impl_->options().rank; }
+int ProcessGroup::world_size() const { return impl_->options().world_size; }
+uint16_t ProcessGroup::master_port() const { return impl_->master_port(); }
+
+std::string ProcessGroup::Describe() const {
+  return StrCat("rank ", rank(), " of ", world_size(), " (rendezvous at ", impl_->options().master,
+                ")");
+}
+
+void ProcessGroup::AllreduceSum(float* data, size_t count) { impl_->AllreduceSum(data, count); }
+void ProcessGroup::AllreduceSum(double* data, size_t count) { impl_->AllreduceSum(data, count); }
+void ProcessGroup::Broadcast(void* data, size_t bytes, int root) {
+  impl_->Broadcast(data, bytes, root);
+}
+
+void ProcessGroup::Install(Scope* scope, std::shared_ptr<ProcessGroup> group) {
+  scope->Var(kGroupVar)->set_object(std::move(group));
+}
+
+std::shared_ptr<ProcessGroup> ProcessGroup::Find(const Scope& scope) {
+  const Variable* var = scope.FindVar(kGroupVar);
+  auto group = var ? std::dynamic_pointer_cast<ProcessGroup>(var->object()) : nullptr;
+  RILL_CHECK(group != nullptr, kInvalidArgument,
+             "process_allreduce ops need a process group (rill train --collective, or "
+             "ProcessGroup::Install)");
+  return group;
+}
+
+}  // namespace rill
