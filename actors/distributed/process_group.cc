@@ -1,16 +1,20 @@
 #include "rill/process_group.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <vector>
 
+#include "actors/distributed/collective_sequence.h"
 #include "actors/distributed/rendezvous_store.h"
 #include "gloo/allreduce.h"
 #include "gloo/broadcast.h"
 #include "gloo/math.h"
 #include "gloo/rendezvous/context.h"
 #include "gloo/transport/tcp/device.h"
+#include "rill/data_type.h"
 #include "rill/error.h"
+#include "rill/shape.h"
 
 namespace rill {
 namespace {
@@ -231,8 +235,48 @@ void ProcessGroup::Broadcast(void* data, size_t bytes, int root) {
   impl_->Broadcast(data, bytes, root);
 }
 
+void BroadcastPersistables(ProcessGroup& group, const proto::ProgramDesc& program, Scope* scope,
+                           int root) {
+  std::vector<Tensor*> tensors;
+  std::string layout;  // "name dtype shape;" for each, to compare with the root's
+  std::vector<std::string> names;
+  for (const auto& var : program.blocks(0).vars()) {
+    if (var.persistable()) names.push_back(var.name());
+  }
+  std::sort(names.begin(), names.end());
+  for (const auto& name : names) {
+    Variable* v = scope->FindVar(name);
+    if (v == nullptr || v->holds_selected_rows() || v->object() != nullptr ||
+        !v->tensor().initialized()) {
+      continue;
+    }
+    Tensor* t = v->mutable_tensor();
+    RILL_CHECK(t->place().host_memory(), kUnimplemented, "rank ", group.rank(), ": \"", name,
+               "\" is on ", t->place().ToString(), "; process groups broadcast host memory only");
+    tensors.push_back(t);
+    layout += StrCat(name, " ", DataTypeName(t->dtype()), " ", ShapeToString(t->shape()), ";");
+  }
+  // Every rank takes part in every collective below, whatever it finds.
+  double size = static_cast<double>(layout.size());
+  group.Broadcast(&size, sizeof(size), root);
+  std::string root_layout(static_cast<size_t>(size), '\0');
+  if (group.rank() == root) root_layout = layout;
+  group.Broadcast(root_layout.data(), root_layout.size(), root);
+  double differ = root_layout == layout ? 0 : 1;
+  group.AllreduceSum(&differ, 1);
+  if (differ > 0) {
+    RILL_CHECK(root_layout == layout, kInvalidArgument, "rank ", group.rank(),
+               ": the persistable variables differ from rank ", root, "'s: here \"", layout,
+               "\", there \"", root_layout, "\"");
+    Fail(ErrorCode::kInvalidArgument, "rank ", group.rank(), ": the persistable variables of ",
+         differ, " rank(s) differ from rank ", root, "'s");
+  }
+  for (Tensor* t : tensors) group.Broadcast(t->raw_data(), t->bytes(), root);
+}
+
 void ProcessGroup::Install(Scope* scope, std::shared_ptr<ProcessGroup> group) {
   scope->Var(kGroupVar)->set_object(std::move(group));
+  CollectiveSequence::Install(scope, std::make_shared<CollectiveSequence>());
 }
 
 std::shared_ptr<ProcessGroup> ProcessGroup::Find(const Scope& scope) {

@@ -24,6 +24,7 @@
 #include <memory>
 #include <string>
 
+#include "rill/proto/program.pb.h"
 #include "rill/scope.h"
 
 namespace rill {
@@ -71,7 +72,8 @@ class ProcessGroup : public VarObject {
   // Rank `root`'s `bytes` bytes at `data` on every rank.
   void Broadcast(void* data, size_t bytes, int root = 0);
 
-  // Where an executor's ops find the group (the process_allreduce op).
+  // Where an executor's ops find the group (the process_allreduce op), with
+  // the sequence that issues their collectives in their global order.
   static void Install(Scope* scope, std::shared_ptr<ProcessGroup> group);
   static std::shared_ptr<ProcessGroup> Find(const Scope& scope);
 
@@ -79,5 +81,13 @@ class ProcessGroup : public VarObject {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Rank `root`'s values of the persistable dense variables of `program`'s
+// block 0 that `scope` holds (parameters, optimizer state, the learning rate)
+// on every rank, in name order: every rank starts from the same state. First
+// the ranks compare the variables' names, dtypes and shapes; when one differs
+// every rank throws kInvalidArgument naming it. Call it on every rank.
+void BroadcastPersistables(ProcessGroup& group, const proto::ProgramDesc& program, Scope* scope,
+                           int root = 0);
 
 }  // namespace rill
