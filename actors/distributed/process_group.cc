@@ -89,7 +89,8 @@ class ProcessGroup::Impl {
     }
     context_.reset();
     device_.reset();
-    store_->Leave(options_.timeout);
+    // A broken group's rank 0 does not wait for the others: they are failing too.
+    store_->Leave(broken_ ? std::chrono::milliseconds(0) : options_.timeout);
   }
 
   const ProcessGroupOptions& options() const { return options_; }
