@@ -82,7 +82,7 @@ class ProcessGroup::Impl {
         store_->Set(DoneKey(options_.rank), "");
         std::vector<std::string> keys;
         for (int r = 0; r < options_.world_size; ++r) keys.push_back(DoneKey(r));
-        store_->Get(keys, options_.timeout);
+        store_->Get(keys, options_.timeout, {}, /*fail_on_lost=*/true);
       } catch (const std::exception&) {
         // Leaving anyway: a rank that is gone cannot be waited for.
       }
@@ -133,8 +133,10 @@ class ProcessGroup::Impl {
     std::vector<std::string> keys;
     for (int r = 0; r < options_.world_size; ++r) keys.push_back(ArrivedKey(r));
     try {
-      store_->Get(keys, options_.timeout,
-                  [](const std::string& key) { return RankOfKey(key, "rill/arrived/"); });
+      store_->Get(
+          keys, options_.timeout,
+          [](const std::string& key) { return RankOfKey(key, "rill/arrived/"); },
+          /*fail_on_lost=*/true);
     } catch (const Error& error) {
       store_->Abort(StrCat("the rendezvous failed: ", error.message()));
       Fail(error.code(), "the rendezvous failed: ", error.message());

@@ -74,9 +74,14 @@ class RendezvousStore::Impl {
 
   std::vector<std::string> Get(const std::vector<std::string>& keys,
                                std::chrono::milliseconds timeout,
-                               const std::function<std::string(const std::string&)>& describe) {
+                               const std::function<std::string(const std::string&)>& describe,
+                               bool fail_on_lost) {
     const auto deadline = Clock::now() + timeout;
-    if (!server()) Request(keys);
+    if (!server()) {
+      std::vector<std::string> ask = keys;
+      if (fail_on_lost) ask.push_back(kLostKey);
+      Request(ask);
+    }
     std::unique_lock<std::mutex> lock(mutex_);
     auto all_there = [&] {
       for (const auto& key : keys) {
@@ -84,7 +89,9 @@ class RendezvousStore::Impl {
       }
       return true;
     };
-    changed_.wait_until(lock, deadline, [&] { return all_there() || !master_gone_.empty(); });
+    auto lost = [&] { return fail_on_lost && values_.count(kLostKey) > 0; };
+    changed_.wait_until(lock, deadline,
+                        [&] { return all_there() || !master_gone_.empty() || lost(); });
     if (all_there()) {
       std::vector<std::string> values;
       for (const auto& key : keys) values.push_back(values_.at(key));
@@ -92,6 +99,10 @@ class RendezvousStore::Impl {
     }
     if (!master_gone_.empty()) {
       Fail(ErrorCode::kUnavailable, "rank ", options_.rank, ": ", master_gone_);
+    }
+    if (lost()) {
+      Fail(ErrorCode::kUnavailable, "rank ", options_.rank, " of ", options_.world_size, ": ",
+           values_.at(kLostKey));
     }
     std::string missing;
     for (const auto& key : keys) {
@@ -129,7 +140,7 @@ class RendezvousStore::Impl {
         if (!master_gone_.empty()) return master_gone_;
       }
       try {
-        return Get({kLostKey}, timeout, {}).front();
+        return Get({kLostKey}, timeout, {}, false).front();
       } catch (const Error& error) {
         if (error.code() == ErrorCode::kUnavailable) return error.message();
         return "";
@@ -340,8 +351,8 @@ void RendezvousStore::Set(const std::string& key, const std::string& value) {
 
 std::vector<std::string> RendezvousStore::Get(
     const std::vector<std::string>& keys, std::chrono::milliseconds timeout,
-    const std::function<std::string(const std::string&)>& describe) {
-  return impl_->Get(keys, timeout, describe);
+    const std::function<std::string(const std::string&)>& describe, bool fail_on_lost) {
+  return impl_->Get(keys, timeout, describe, fail_on_lost);
 }
 
 std::string RendezvousStore::Lost(std::chrono::milliseconds timeout) {
@@ -363,17 +374,17 @@ void RendezvousStore::set(const std::string& key, const std::vector<char>& data)
 }
 
 std::vector<char> RendezvousStore::get(const std::string& key) {
-  const std::string value = impl_->Get({key}, impl_->options().timeout, {}).front();
+  const std::string value = impl_->Get({key}, impl_->options().timeout, {}, false).front();
   return std::vector<char>(value.begin(), value.end());
 }
 
 void RendezvousStore::wait(const std::vector<std::string>& keys) {
-  impl_->Get(keys, impl_->options().timeout, {});
+  impl_->Get(keys, impl_->options().timeout, {}, false);
 }
 
 void RendezvousStore::wait(const std::vector<std::string>& keys,
                            const std::chrono::milliseconds& timeout) {
-  impl_->Get(keys, timeout, {});
+  impl_->Get(keys, timeout, {}, false);
 }
 
 }  // namespace rill

@@ -57,10 +57,12 @@ class RendezvousStore : public gloo::rendezvous::Store {
   void Set(const std::string& key, const std::string& value);
   // The values of `keys`, waiting until every one is set or `timeout` passes.
   // Throws kTimeout naming the missing keys (each through `describe`, by
-  // default `key "K"`), kUnavailable when rank 0 is gone.
+  // default `key "K"`), kUnavailable when rank 0 is gone or, with
+  // `fail_on_lost`, as soon as a rank left without a goodbye (naming it).
   std::vector<std::string> Get(const std::vector<std::string>& keys,
                                std::chrono::milliseconds timeout,
-                               const std::function<std::string(const std::string&)>& describe = {});
+                               const std::function<std::string(const std::string&)>& describe = {},
+                               bool fail_on_lost = false);
   // What rank 0 knows of ranks that left without a goodbye, waiting up to
   // `timeout` for news; "" when none. On a rank whose connection to rank 0
   // closed: that rank 0 is gone.

@@ -210,6 +210,30 @@ TEST(ProcessGroupTest, ARankThatNeverComesFailsTheRendezvousAtTheDeadlineNamingI
   EXPECT_LT(took, 10s);
 }
 
+TEST(ProcessGroupTest, ARankThatLeavesDuringTheRendezvousIsNamedAtOnce) {
+  const std::string master = FreeMaster();
+  const auto start = Clock::now();
+  auto ranks = std::async(std::launch::async, [&] {
+    return OnRanks(2, [&](int rank) { ProcessGroup group(Options(rank, 3, master, 20000ms)); });
+  });
+  {
+    // Rank 2 reaches rank 0's store, then goes without a goodbye.
+    RendezvousStore::Options o;
+    o.rank = 2;
+    o.world_size = 3;
+    o.master = ParseEndpoint(master);
+    o.token = "the job's token";
+    o.timeout = 10000ms;
+    RendezvousStore store(o);
+  }
+  const auto errors = ranks.get();
+  for (int r = 0; r < 2; ++r) {
+    std::cout << "rank " << r << " failed with: " << errors[r] << "\n";
+    EXPECT_NE(errors[r].find("rank 2 left the group"), std::string::npos) << errors[r];
+  }
+  EXPECT_LT(Clock::now() - start, 10s);  // not the 20 s deadline
+}
+
 // The child of KilledRankIsNamedByTheOthers: joins from the environment, takes
 // part in one allreduce, then dies without a word.
 TEST(ProcessGroupChild, JoinAllreduceOnceAndDie) {
