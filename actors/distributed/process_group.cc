@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <vector>
 
@@ -73,24 +74,28 @@ class ProcessGroup::Impl {
   }
 
   ~Impl() {
-    // Every rank waits for all to finish their collectives before anyone's
-    // Gloo pairs close (a rank that closed early would break the last
-    // allreduce of a slower one), then says goodbye; rank 0 keeps its store
-    // up until the others have left.
-    if (!broken_) {
+    // A rank that ends normally waits for every rank to finish its
+    // collectives before its Gloo pairs close (a rank that closed early would
+    // break the last allreduce of a slower one), then says goodbye; rank 0
+    // keeps its store up until the others have left. A rank that ends on an
+    // error (a broken group, or an exception unwinding) leaves at once and
+    // without a goodbye: rank 0 reports it lost, and the others' collectives
+    // fail naming it instead of waiting for it.
+    bool finished = false;
+    if (!broken_ && std::uncaught_exceptions() == 0) {
       try {
         store_->Set(DoneKey(options_.rank), "");
         std::vector<std::string> keys;
         for (int r = 0; r < options_.world_size; ++r) keys.push_back(DoneKey(r));
         store_->Get(keys, options_.timeout, {}, /*fail_on_lost=*/true);
+        finished = true;
       } catch (const std::exception&) {
         // Leaving anyway: a rank that is gone cannot be waited for.
       }
     }
     context_.reset();
     device_.reset();
-    // A broken group's rank 0 does not wait for the others: they are failing too.
-    store_->Leave(broken_ ? std::chrono::milliseconds(0) : options_.timeout);
+    if (finished) store_->Leave(options_.timeout);
   }
 
   const ProcessGroupOptions& options() const { return options_; }

@@ -217,7 +217,16 @@ class RendezvousStore::Impl {
     }
     try {
       CheckFramedWire(m, frame.payload, peer);
-      if (server()) return ServerFrame(c, m, peer);
+      if (server()) {
+        bool joined = false;
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          joined = ranks_.count(c) > 0;
+        }
+        // A refused connection's frames, until its close: ignored.
+        if (!joined) return;
+        return ServerFrame(c, m, peer);
+      }
       if (m.kind() == WireMessage::STORE_VALUE) {
         {
           std::lock_guard<std::mutex> lock(mutex_);

@@ -234,6 +234,24 @@ TEST(ProcessGroupTest, ARankThatLeavesDuringTheRendezvousIsNamedAtOnce) {
   EXPECT_LT(Clock::now() - start, 10s);  // not the 20 s deadline
 }
 
+TEST(ProcessGroupTest, ARankThatFailsLeavesAtOnceAndTheOthersNameIt) {
+  const std::string master = FreeMaster();
+  const auto start = Clock::now();
+  const auto errors = OnRanks(3, [&](int rank) {
+    ProcessGroup group(Options(rank, 3, master, 20000ms));
+    // Rank 2 fails before the allreduce: its group goes while the error unwinds.
+    if (rank == 2) throw Error(ErrorCode::kInvalidArgument, "rank 2's own failure");
+    std::vector<double> data(1000, 1.0);
+    group.AllreduceSum(data.data(), data.size());
+  });
+  EXPECT_NE(errors[2].find("rank 2's own failure"), std::string::npos) << errors[2];
+  for (int r = 0; r < 2; ++r) {
+    std::cout << "rank " << r << " failed with: " << errors[r] << "\n";
+    EXPECT_NE(errors[r].find("rank 2 left the group"), std::string::npos) << errors[r];
+  }
+  EXPECT_LT(Clock::now() - start, 10s);  // not the 20 s deadline
+}
+
 // The child of KilledRankIsNamedByTheOthers: joins from the environment, takes
 // part in one allreduce, then dies without a word.
 TEST(ProcessGroupChild, JoinAllreduceOnceAndDie) {

@@ -54,7 +54,9 @@ class ProcessGroup : public VarObject {
   static ProcessGroupOptions OptionsFromEnvironment(std::chrono::milliseconds timeout);
   static std::shared_ptr<ProcessGroup> FromEnvironment(
       std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
-  // Waits (up to the timeout) for every rank to finish, then leaves. Never throws.
+  // Waits (up to the timeout) for every rank to finish, then leaves. Destroyed
+  // while an exception unwinds, or after a failed collective, it leaves at
+  // once without a goodbye, so the other ranks fail naming this one. Never throws.
   ~ProcessGroup() override;
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
