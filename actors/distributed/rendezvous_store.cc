@@ -34,7 +34,12 @@ class RendezvousStore::Impl {
       port_ = transport_->Listen(options.master);
     } else {
       Hello hello{PeerRole::kRank, options.rank, {}};
-      to_master_ = transport_->Connect(options.master, hello, options.timeout);
+      try {
+        to_master_ = transport_->Connect(options.master, hello, options.timeout);
+      } catch (...) {
+        StopUsingTransport();  // the members go now: no callback may reach the transport
+        throw;
+      }
     }
     heartbeat_ = std::thread([this] { Heartbeats(); });
   }
@@ -46,6 +51,7 @@ class RendezvousStore::Impl {
     }
     changed_.notify_all();
     heartbeat_.join();
+    StopUsingTransport();
     transport_.reset();  // joins the transport's thread: no callback runs after this
   }
 
@@ -55,7 +61,7 @@ class RendezvousStore::Impl {
 
   void Set(const std::string& key, const std::string& value) {
     if (!server()) {
-      transport_->Send(to_master_, EncodeMessageFrame(WireStoreSet(key, value), Tensor()));
+      SendFrame(to_master_, EncodeMessageFrame(WireStoreSet(key, value), Tensor()));
       return;
     }
     std::vector<ConnectionId> waiting;
@@ -68,7 +74,7 @@ class RendezvousStore::Impl {
     }
     changed_.notify_all();
     for (ConnectionId c : waiting) {
-      transport_->Send(c, EncodeMessageFrame(WireStoreValue(key, value), Tensor()));
+      SendFrame(c, EncodeMessageFrame(WireStoreValue(key, value), Tensor()));
     }
   }
 
@@ -124,7 +130,7 @@ class RendezvousStore::Impl {
     }
     auto left = std::make_shared<std::atomic<size_t>>(to.size());
     for (ConnectionId c : to) {
-      transport_->Send(c, EncodeMessageFrame(WireError(why), Tensor()), [this, left](bool) {
+      SendFrame(c, EncodeMessageFrame(WireError(why), Tensor()), [this, left](bool) {
         left->fetch_sub(1);
         changed_.notify_all();
       });
@@ -154,7 +160,7 @@ class RendezvousStore::Impl {
 
   void Leave(std::chrono::milliseconds timeout) {
     if (!server()) {
-      transport_->Send(to_master_, EncodeMessageFrame(WireBye(options_.rank), Tensor()));
+      SendFrame(to_master_, EncodeMessageFrame(WireBye(options_.rank), Tensor()));
       return;
     }
     std::unique_lock<std::mutex> lock(mutex_);
@@ -163,6 +169,22 @@ class RendezvousStore::Impl {
   }
 
  private:
+  // Every use of the transport after the constructor goes through these:
+  // once the store is going, callbacks still running on the transport's
+  // thread must not reach it (its destructor clears its own pointer first).
+  void SendFrame(ConnectionId c, OutgoingFrame frame, std::function<void(bool)> written = {}) {
+    std::lock_guard<std::recursive_mutex> lock(transport_mutex_);
+    if (!transport_closing_) transport_->Send(c, std::move(frame), std::move(written));
+  }
+  void CloseConnection(ConnectionId c) {
+    std::lock_guard<std::recursive_mutex> lock(transport_mutex_);
+    if (!transport_closing_) transport_->Close(c);
+  }
+  void StopUsingTransport() {
+    std::lock_guard<std::recursive_mutex> lock(transport_mutex_);
+    transport_closing_ = true;
+  }
+
   // Asks rank 0 for the keys not yet here nor asked for.
   void Request(const std::vector<std::string>& keys) {
     std::vector<std::string> ask;
@@ -173,7 +195,7 @@ class RendezvousStore::Impl {
       }
     }
     for (const auto& key : ask) {
-      transport_->Send(to_master_, EncodeMessageFrame(WireStoreGet(key), Tensor()));
+      SendFrame(to_master_, EncodeMessageFrame(WireStoreGet(key), Tensor()));
     }
   }
 
@@ -203,8 +225,8 @@ class RendezvousStore::Impl {
     if (refused.empty()) return;
     Log(LogLevel::kWarning, "rendezvous store at ", options_.master.ToString(), ": refused ",
         peer.address, ": ", refused);
-    transport_->Send(c, EncodeMessageFrame(WireError(refused), Tensor()));
-    transport_->Close(c);
+    SendFrame(c, EncodeMessageFrame(WireError(refused), Tensor()));
+    CloseConnection(c);
   }
 
   void OnFrame(ConnectionId c, ReceivedFrame frame) {
@@ -237,7 +259,7 @@ class RendezvousStore::Impl {
       }
       if (m.kind() == WireMessage::ERROR) {
         MasterGone(StrCat(peer, " reports: ", m.error()));
-        return transport_->Close(c);
+        return CloseConnection(c);
       }
       Fail(ErrorCode::kInvalidArgument, peer, " sent a ", WireKindName(m.kind()),
            ", which a rank does not take");
@@ -245,7 +267,7 @@ class RendezvousStore::Impl {
       Log(LogLevel::kWarning, "rank ", options_.rank, ": closing the connection to ", peer, ": ",
           error.message());
       if (!server()) MasterGone(StrCat(peer, " sent a bad frame: ", error.message()));
-      transport_->Close(c);
+      CloseConnection(c);
     }
   }
 
@@ -263,7 +285,7 @@ class RendezvousStore::Impl {
           }
           value = it->second;
         }
-        return transport_->Send(c, EncodeMessageFrame(WireStoreValue(m.var(), value), Tensor()));
+        return SendFrame(c, EncodeMessageFrame(WireStoreValue(m.var(), value), Tensor()));
       }
       case WireMessage::BYE: {
         std::lock_guard<std::mutex> lock(mutex_);
@@ -319,7 +341,7 @@ class RendezvousStore::Impl {
         to.push_back(to_master_);
       }
       lock.unlock();
-      for (ConnectionId c : to) transport_->Send(c, EncodeHeartbeatFrame());
+      for (ConnectionId c : to) SendFrame(c, EncodeHeartbeatFrame());
       lock.lock();
     }
   }
@@ -341,6 +363,11 @@ class RendezvousStore::Impl {
   std::set<int> seen_;
   std::set<int> left_;
   std::string lost_;
+
+  // Held while the transport is used (SendFrame, CloseConnection); recursive:
+  // from a callback, Close runs inline and may call back into OnClose.
+  std::recursive_mutex transport_mutex_;
+  bool transport_closing_ = false;
 
   // Last: destroyed first (when the constructor throws), while what the
   // callbacks touch still lives.
