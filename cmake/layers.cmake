@@ -13,7 +13,7 @@
 # <folder>; the layer's public headers are <folder>/include/rill/*.h, included
 # as "rill/<name>.h" by the layers above and, once installed, by users.
 # EXTERNAL names packages as tools/check_layers.py knows them (CAF, Boost,
-# CUDA, OpenBLAS, OpenSSL, Protobuf, ZLIB, nlohmann_json, ...); a layer may use what it and the layers
+# CUDA, Gloo, OpenBLAS, OpenSSL, Protobuf, ZLIB, nlohmann_json, ...); a layer may use what it and the layers
 # below it declare.
 
 # What every layer compiles with: the tree's root and the build tree (internal
@@ -43,6 +43,8 @@ function(rill_use_package target scope package)
     target_link_libraries(${target} ${scope} OpenSSL::Crypto)
   elseif(package STREQUAL "ZLIB")
     target_link_libraries(${target} ${scope} ZLIB::ZLIB)
+  elseif(package STREQUAL "Gloo")
+    target_link_libraries(${target} ${scope} Gloo::gloo)
   elseif(package STREQUAL "nlohmann_json")
     target_link_libraries(${target} ${scope} nlohmann_json::nlohmann_json)
   elseif(package STREQUAL "CUDA")

@@ -16,6 +16,7 @@ packages=(
   python3 python3-numpy python3-dev pybind11-dev python3-pytest  # the Python front end (python/)
   zlib1g-dev
   libssl-dev  # libcrypto: HMAC-SHA256 in the transport's handshake
+  libgloo-dev  # collectives across processes on CPUs (rill train --collective)
   iproute2  # ip netns, for tests/tools/netns_test.sh
   dataset-fashion-mnist
 )

@@ -41,7 +41,7 @@ Hello DecodeHello(const HelloBytes& bytes, const std::string& peer) {
              " speaks transport version ", version, "; this build speaks ", kTransportVersion);
   const int role = bytes[6] | (bytes[7] << 8);
   RILL_CHECK(
-      role >= static_cast<int>(PeerRole::kTrainer) && role <= static_cast<int>(PeerRole::kTool),
+      role >= static_cast<int>(PeerRole::kTrainer) && role <= static_cast<int>(PeerRole::kRank),
       kInvalidArgument, "hello from ", peer, " names unknown role ", role);
   uint32_t id = 0, reserved = 0;
   for (int i = 0; i < 4; ++i) {

@@ -23,7 +23,8 @@ constexpr size_t kNonceBytes = 32;
 constexpr size_t kMacBytes = 32;
 constexpr uint16_t kTransportVersion = 1;
 
-enum class PeerRole : uint16_t { kTrainer = 1, kServer = 2, kTool = 3 };
+// kRank: a rank of a process group, at rank 0's rendezvous store.
+enum class PeerRole : uint16_t { kTrainer = 1, kServer = 2, kTool = 3, kRank = 4 };
 
 using HelloBytes = std::array<uint8_t, kHelloBytes>;
 using Nonce = std::array<uint8_t, kNonceBytes>;

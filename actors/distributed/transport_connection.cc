@@ -29,6 +29,7 @@ const char* RoleName(PeerRole role) {
     case PeerRole::kTrainer: return "trainer";
     case PeerRole::kServer: return "server";
     case PeerRole::kTool: return "tool";
+    case PeerRole::kRank: return "rank";
   }
   return "peer";
 }

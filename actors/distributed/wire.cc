@@ -235,8 +235,16 @@ void CheckMessage(const WireMessage& message, const std::string& peer, const Ten
     case WireMessage::ERROR:
       RILL_CHECK(!message.error().empty(), kInvalidArgument, where, ": no error text");
       break;
+    case WireMessage::STORE_SET:
+    case WireMessage::STORE_GET:
+    case WireMessage::STORE_VALUE:
+      RILL_CHECK(!message.var().empty(), kInvalidArgument, where, ": no key");
+      break;
     default: break;
   }
+  RILL_CHECK(message.store_value().empty() || kind == WireMessage::STORE_SET ||
+                 kind == WireMessage::STORE_VALUE,
+             kInvalidArgument, where, ": only a STORE_SET or STORE_VALUE carries a store value");
   if (payload != nullptr && payload->initialized() && !CarriesValue(kind)) {
     Fail(ErrorCode::kInvalidArgument, where, ": a ", WireKindName(kind),
          " carries no value, but a payload of ", payload->Describe(), " came with it");
@@ -386,6 +394,27 @@ WireMessage WireError(const std::string& text) {
   WireMessage message;
   message.set_kind(WireMessage::ERROR);
   message.set_error(text);
+  return message;
+}
+
+WireMessage WireStoreSet(const std::string& key, const std::string& value) {
+  WireMessage message;
+  message.set_kind(WireMessage::STORE_SET);
+  message.set_var(key);
+  message.set_store_value(value);
+  return message;
+}
+
+WireMessage WireStoreGet(const std::string& key) {
+  WireMessage message;
+  message.set_kind(WireMessage::STORE_GET);
+  message.set_var(key);
+  return message;
+}
+
+WireMessage WireStoreValue(const std::string& key, const std::string& value) {
+  WireMessage message = WireStoreSet(key, value);
+  message.set_kind(WireMessage::STORE_VALUE);
   return message;
 }
 

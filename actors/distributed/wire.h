@@ -55,6 +55,11 @@ proto::WireMessage WireValue(const std::string& var, int64_t step, const Tensor&
 proto::WireMessage WireHeartbeat();
 proto::WireMessage WireError(const std::string& text);
 proto::WireMessage WireBye(int trainer_id);
+// A process group's rendezvous store (rendezvous_store.h): set `key`, ask for
+// it (answered once set), and the answer.
+proto::WireMessage WireStoreSet(const std::string& key, const std::string& value);
+proto::WireMessage WireStoreGet(const std::string& key);
+proto::WireMessage WireStoreValue(const std::string& key, const std::string& value);
 
 // -- encoding and decoding --------------------------------------------------
 
@@ -70,7 +75,9 @@ std::string EncodeWire(const proto::WireMessage& message);
 // whose bytes match its dtype and shape (a PUSH may carry a compressed tensor
 // instead: known codes, a chunk >= 1, as many scales as chunks, none negative
 // or infinite, as many codes as values, each in range), and, for selected
-// rows, one row index in [0, height) per row of the value; an ERROR has its text.
+// rows, one row index in [0, height) per row of the value; an ERROR has its text;
+// a STORE_SET, STORE_GET or STORE_VALUE names a key, and only a STORE_SET or
+// STORE_VALUE carries a store value.
 // Throws rill::Error (kParse for bytes that are not a message, kInvalidArgument
 // for a message that breaks these rules) whose text names `peer` (for example
 // "trainer 1 at 10.0.0.2:7164") and what is wrong.

@@ -202,6 +202,29 @@ std::unique_ptr<google::protobuf::Arena> MakeProgramArena(const proto::ProgramDe
 
 }  // namespace
 
+proto::ProgramDesc AddProcessAllreduce(const proto::ProgramDesc& program, int block_index,
+                                       int64_t fuse_bytes) {
+  RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",
+             block_index, " does not exist (the program has ", program.blocks_size(), ")");
+  proto::ProgramDesc out = program;
+  proto::BlockDesc* block = out.mutable_blocks(block_index);
+  const VarIndex vars(program, block_index);
+  const auto buckets = Buckets(ParameterGradients(program.blocks(block_index), vars), fuse_bytes);
+  OpsAfter after(static_cast<size_t>(block->ops_size()));
+  AddMerges(buckets, /*reduce=*/false, &after);
+  google::protobuf::RepeatedPtrField<proto::OpDesc> ops;
+  ops.Swap(block->mutable_ops());
+  for (int i = 0; i < ops.size(); ++i) {
+    *block->add_ops() = std::move(*ops.Mutable(i));
+    for (auto& merge : after[static_cast<size_t>(i)]) {
+      merge.set_type("process_allreduce");
+      SetAttr(&merge, "count", static_cast<int64_t>(buckets.size()));
+      *block->add_ops() = std::move(merge);
+    }
+  }
+  return out;
+}
+
 DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_index, int places,
                                   const BuildStrategy& strategy) {
   RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",

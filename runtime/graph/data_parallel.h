@@ -75,6 +75,15 @@ struct DataParallelPlan {
 
 inline constexpr const char* kLossScaleVar = "@LOSS_SCALE@";
 
+// Data parallelism across processes (rill/process_group.h, `rill train
+// --collective`): a copy of `program` with a "process_allreduce" op after the
+// last backward write of each bucket of parameter gradients of block
+// `block_index` (bucketed by `fuse_bytes` as for places), numbered in bucket
+// order (attribute "order", of "count"): every rank issues them in that order.
+// Each replaces its gradients by their mean over the ranks.
+proto::ProgramDesc AddProcessAllreduce(const proto::ProgramDesc& program, int block_index,
+                                       int64_t fuse_bytes);
+
 // Plans block `block_index` (validated) for `places` places.
 DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_index, int places,
                                   const BuildStrategy& strategy = {});

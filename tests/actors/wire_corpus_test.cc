@@ -54,6 +54,9 @@ std::map<std::string, WireMessage> Seeds() {
       {"heartbeat", WireHeartbeat()},
       {"error", WireError("parameter server 0 (127.0.0.1:7164): no variable \"x\"")},
       {"bye", WireBye(1)},
+      {"store_set", WireStoreSet("rank_1", std::string("tcp\0addr", 8))},
+      {"store_get", WireStoreGet("rill/arrived/2")},
+      {"store_value", WireStoreValue("rank_1", std::string("tcp\0addr", 8))},
   };
 }
 

@@ -225,6 +225,14 @@ TEST(WireTest, MessagesMissingWhatTheirKindNeedsAreRejected) {
   *pull_with_value.mutable_tensor() = WirePush("w", 0, Iota(DataType::kFloat32, {2})).tensor();
   ExpectRejected(EncodeWire(pull_with_value), ErrorCode::kInvalidArgument,
                  {"a PULL carries no value"});
+  ExpectRejected(EncodeWire(WireStoreSet("", "v")), ErrorCode::kInvalidArgument,
+                 {"STORE_SET", "no key"});
+  ExpectRejected(EncodeWire(WireStoreGet("")), ErrorCode::kInvalidArgument,
+                 {"STORE_GET", "no key"});
+  WireMessage get_with_value = WireStoreGet("k");
+  get_with_value.set_store_value("v");
+  ExpectRejected(EncodeWire(get_with_value), ErrorCode::kInvalidArgument,
+                 {"only a STORE_SET or STORE_VALUE carries a store value"});
 }
 
 TEST(WireTest, TensorBytesMustMatchDtypeAndShape) {

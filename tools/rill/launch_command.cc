@@ -1,8 +1,10 @@
 // rill launch: a whole distributed job on this machine — the programs
 // transpiled, M parameter servers and N trainers started as child processes
-// on loopback, their output streamed with a prefix. Any process manager can
-// do the same with `rill pserver` and `rill train --role trainer` (or the
-// RILL_* environment variables); this is the one-command version.
+// on loopback, their output streamed with a prefix; or, with --collective, N
+// ranks of a collective job (`rill train --collective`, no servers). Any
+// process manager can do the same with `rill pserver` and `rill train --role
+// trainer` (or the RILL_* environment variables); this is the one-command
+// version.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -60,8 +62,52 @@ struct LaunchFlags {
   int64_t checkpoint_every = 0;
   int peer_timeout_ms = 5000;
   int grace_ms = 15000;
+  bool collective = false;
+  int nprocs = 0;  // --collective: ranks (0: not given)
   std::vector<std::string> train_flags;
 };
+
+// The token, or a random one.
+std::string TokenOf(const LaunchFlags& flags) {
+  return flags.token.empty() ? RandomToken() : flags.token;
+}
+
+// Reports the children that failed; the exit status of the launch.
+int Report(ChildProcesses& job, int grace_ms) {
+  int failed = 0;
+  for (const auto& child : job.Wait(std::chrono::milliseconds(grace_ms))) {
+    if (child.status == 0) continue;
+    ++failed;
+    std::fprintf(stderr, "rill launch: %s %s\n", child.name.c_str(),
+                 ChildProcesses::DescribeStatus(child.status).c_str());
+  }
+  std::printf("rill launch: %s\n", failed ? "failed" : "all processes finished");
+  return failed ? kExitFailure : kExitOk;
+}
+
+// N ranks of `rill train --collective` on loopback: rank 0's rendezvous on a
+// free port, the job's token and each rank in the environment (RILL_*).
+int LaunchCollective(const LaunchFlags& flags) {
+  const int n = flags.nprocs > 0 ? flags.nprocs : 2;
+  const std::string master = "127.0.0.1:" + std::to_string(FreePort());
+  const std::string rill = SelfPath();
+  std::printf("rill launch: %d ranks of a collective job, rendezvous at %s\n", n, master.c_str());
+  std::fflush(stdout);
+  const std::string token = TokenOf(flags);
+  ChildProcesses job;
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::string> argv = {rill,        "train",       "--collective",  "--model",
+                                     flags.model, "--optimizer", flags.optimizer, "--lr",
+                                     flags.lr,    "--seed",      flags.seed};
+    argv.insert(argv.end(), flags.train_flags.begin(), flags.train_flags.end());
+    job.Start("rank " + std::to_string(r), argv,
+              {{"RILL_TOKEN", token},
+               {"RILL_RANK", std::to_string(r)},
+               {"RILL_WORLD_SIZE", std::to_string(n)},
+               {"RILL_MASTER", master}});
+  }
+  return Report(job, flags.grace_ms);
+}
 
 // Runs `rill transpile` into `dir` and waits for it; false (said on stderr) if it failed.
 bool Transpile(const std::string& rill, int trainers, const std::string& endpoints,
@@ -83,15 +129,16 @@ bool Transpile(const std::string& rill, int trainers, const std::string& endpoin
 }
 
 int Launch(const LaunchFlags& flags) {
+  if (flags.collective) return LaunchCollective(flags);
+  if (flags.nprocs > 0) throw UsageError("--nprocs counts the ranks of a --collective job");
   const int trainers = flags.trainers, pservers = flags.pservers;
   const int peer_timeout_ms = flags.peer_timeout_ms, grace_ms = flags.grace_ms;
   const std::string &model = flags.model, &optimizer = flags.optimizer, &lr = flags.lr,
                     &seed = flags.seed;
-  std::string token = flags.token, dir = flags.dir;
+  std::string token = TokenOf(flags), dir = flags.dir;
   const int64_t checkpoint_every = flags.checkpoint_every;
   const bool async = flags.async;
   const std::vector<std::string>& train_flags = flags.train_flags;
-  if (token.empty()) token = RandomToken();
   if (dir.empty()) {
     char pattern[] = "/tmp/rill-launch-XXXXXX";
     RILL_CHECK(mkdtemp(pattern) != nullptr, kIo, "cannot create a directory under /tmp");
@@ -149,23 +196,17 @@ int Launch(const LaunchFlags& flags) {
     argv.insert(argv.end(), train_flags.begin(), train_flags.end());
     job.Start("trainer " + std::to_string(i), argv, env);
   }
-  int failed = 0;
-  for (const auto& child : job.Wait(std::chrono::milliseconds(grace_ms))) {
-    if (child.status == 0) continue;
-    ++failed;
-    std::fprintf(stderr, "rill launch: %s %s\n", child.name.c_str(),
-                 ChildProcesses::DescribeStatus(child.status).c_str());
-  }
-  std::printf("rill launch: %s\n", failed ? "failed" : "all processes finished");
-  return failed ? kExitFailure : kExitOk;
+  return Report(job, grace_ms);
 }
 
 }  // namespace
 
 Command AddLaunchCommand(CLI::App& rill) {
   auto flags = std::make_shared<LaunchFlags>();
-  CLI::App* app = rill.add_subcommand(
-      "launch", "a distributed job on this machine: parameter servers and trainers");
+  CLI::App* app =
+      rill.add_subcommand("launch",
+                          "a distributed job on this machine: parameter servers and trainers, or\n"
+                          "the ranks of a collective job (--collective)");
   app->add_option("--trainers", flags->trainers, "trainer processes")
       ->type_name("N")
       ->check(AtLeast(1));
@@ -200,6 +241,13 @@ Command AddLaunchCommand(CLI::App& rill) {
                   "their own before they are killed")
       ->type_name("N")
       ->check(AtLeast(0));
+  app->add_flag("--collective", flags->collective,
+                "no servers: --nprocs ranks of `rill train --collective` that average\n"
+                "their gradients with Gloo (RILL_RANK, RILL_WORLD_SIZE, RILL_MASTER and\n"
+                "RILL_TOKEN set for each)");
+  app->add_option("--nprocs", flags->nprocs, "--collective: rank processes (default 2)")
+      ->type_name("N")
+      ->check(AtLeast(1));
   app->add_option("TRAIN_FLAGS", flags->train_flags,
                   "after --: flags for every trainer (for example --epochs 1 --batch 32\n"
                   "--max-steps 50)")

@@ -22,12 +22,14 @@
 #include "rill/input_pipeline.h"
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
+#include "rill/process_group.h"
 #include "rill/program_io.h"
 #include "rill/trace_recorder.h"
 #include "rill/trainer_client.h"
 #include "rill/transpiler.h"
 #include "runtime/core/buffer_pool.h"
 #include "runtime/device/blas_threads.h"
+#include "runtime/graph/data_parallel.h"
 #include "tools/datasets/fashion_mnist.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
@@ -62,6 +64,8 @@ struct TrainOptions {
   int64_t trace_skip = 5;
   int64_t trace_steps = 20;
   RoleFlags role;
+  // A rank of a collective job (RILL_RANK, RILL_WORLD_SIZE, RILL_MASTER, RILL_TOKEN).
+  bool collective = false;
 };
 
 // Copies the rows `order[begin, end)` of a dataset into batch tensors.
@@ -176,13 +180,13 @@ double PeakRssMiB() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
-// Steps of one epoch over `examples` with `trainers` trainers (1 for a local
-// run, which trains on a last partial batch; trainers drop it, so that every
-// trainer pushes every step).
+// Steps of one epoch over `examples` with `trainers` trainers or ranks (1 for
+// a local run, which trains on a last partial batch; trainers and ranks drop
+// it, so that every one takes part in every step).
 size_t StepsPerEpoch(const TrainOptions& opt, size_t examples, int trainers) {
   const size_t global_batch = static_cast<size_t>(opt.batch) * static_cast<size_t>(trainers);
-  size_t steps = opt.role.role == "trainer" ? examples / global_batch
-                                            : (examples + global_batch - 1) / global_batch;
+  const bool drop_last = opt.role.role == "trainer" || opt.collective;
+  size_t steps = drop_last ? examples / global_batch : (examples + global_batch - 1) / global_batch;
   if (opt.max_steps >= 0) steps = std::min(steps, static_cast<size_t>(opt.max_steps));
   return steps;
 }
@@ -241,6 +245,23 @@ ClientEpoch ClientCounters(const TrainerClient* client, TrainerClient::Counters*
   return out;
 }
 
+// FNV-1a over the bytes of the program's parameters, in name order: equal on
+// every rank of a collective job that stayed in step.
+uint64_t ParametersDigest(const proto::ProgramDesc& program, const Scope& scope) {
+  std::vector<std::string> names;
+  for (const auto& var : program.blocks(0).vars()) {
+    if (var.parameter()) names.push_back(var.name());
+  }
+  std::sort(names.begin(), names.end());
+  uint64_t hash = 1469598103934665603ull;
+  for (const auto& name : names) {
+    const Tensor& t = scope.GetTensor(name);
+    const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
+    for (size_t i = 0; i < t.bytes(); ++i) hash = (hash ^ bytes[i]) * 1099511628211ull;
+  }
+  return hash;
+}
+
 // The files written at the end (--save, --trace) are checked before training,
 // so an unwritable path fails now rather than after the last epoch.
 void CheckOutputPaths(const TrainOptions& opt) {
@@ -283,6 +304,11 @@ int Train(const TrainOptions& opt) {
   Classifier model = BuildClassifier(builder, opt.model);
   Program eval_program = main.CloneForTest();  // forward only, taken before backward is added
   const bool distributed = opt.role.role == "trainer";
+  // A collective rank joins its group first: a rank that cannot fails before training.
+  std::shared_ptr<ProcessGroup> group;
+  if (opt.collective) {
+    group = ProcessGroup::FromEnvironment(std::chrono::milliseconds(opt.role.connect_timeout_ms));
+  }
   MakeOptimizer(opt.optimizer, static_cast<float>(opt.lr))
       ->set_placeable(distributed)
       .Minimize(builder, model.loss);
@@ -305,6 +331,12 @@ int Train(const TrainOptions& opt) {
   Executor().Run(startup_program, &scope);
   if (pipelined) scope.Var(kReader)->set_object(pipeline);
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
+  if (group) {
+    // Every rank runs forward and backward on its rows; the gradients are
+    // averaged over the ranks before the optimizer ops. All start from rank 0's state.
+    BroadcastPersistables(*group, main.desc(), &scope);
+    ProcessGroup::Install(&scope, group);
+  }
   const size_t examples = static_cast<size_t>(pipelined ? pipeline->source().size() : train.size());
   std::unique_ptr<StepRunner> step, eval;
   const ActorRunner* actor_step = nullptr;
@@ -328,6 +360,7 @@ int Train(const TrainOptions& opt) {
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
+    if (group) train_program = AddProcessAllreduce(train_program, 0, build.fuse_bytes);
     auto runtime = std::make_shared<Runtime>(threads, 1);
     if (distributed)
       client = ConnectTrainer(opt.role, LastStep(opt, examples, opt.role.trainers),
@@ -346,12 +379,12 @@ int Train(const TrainOptions& opt) {
   std::vector<int64_t> order(pipelined ? 0 : examples);
   if (pipelined) pipeline->StartEpoch(1);
   InputPipeline::Counters seen;  // the pipeline's counters at the start of the epoch
-  // A trainer takes rows [id * batch, (id + 1) * batch) of each global batch,
-  // and a resumed job skips the steps its servers have done.
-  const int trainers = distributed ? opt.role.trainers : 1;
+  // A trainer (a rank) takes rows [id * batch, (id + 1) * batch) of each
+  // global batch, and a resumed job skips the steps its servers have done.
+  const int trainers = distributed ? opt.role.trainers : group ? group->world_size() : 1;
   const size_t global_batch = static_cast<size_t>(opt.batch) * static_cast<size_t>(trainers);
-  const size_t row_offset =
-      distributed ? static_cast<size_t>(opt.role.trainer_id) * static_cast<size_t>(opt.batch) : 0;
+  const int member = distributed ? opt.role.trainer_id : group ? group->rank() : 0;
+  const size_t row_offset = static_cast<size_t>(member) * static_cast<size_t>(opt.batch);
   const int64_t start_step = client ? client->start_step() : 0;
   int64_t global_step = 0;
   TrainerClient::Counters sent_before;  // the client's counters at the start of the epoch
@@ -445,6 +478,15 @@ int Train(const TrainOptions& opt) {
           {"input_ready", input.ready},
           {"input_waited", input.waited},
           {"input_wait_ms", Round(static_cast<double>(input.wait_ns) / 1e6, 3)}};
+      if (group) {
+        line["rank"] = group->rank();
+        line["world_size"] = group->world_size();
+        line["global_samples_per_sec"] = Round(rate * group->world_size(), 1);
+        char digest[17];
+        std::snprintf(digest, sizeof(digest), "%016llx",
+                      static_cast<unsigned long long>(ParametersDigest(main.desc(), scope)));
+        line["parameters_digest"] = digest;
+      }
       // Device places (cuda:N) allocate through a caching allocator: its peak and its
       // cudaMalloc count show whether a steady step still allocates.
       for (const Place& place : places) {
@@ -466,7 +508,10 @@ int Train(const TrainOptions& opt) {
     std::fprintf(stderr, "trainer %d: done at step %lld\n", opt.role.trainer_id,
                  static_cast<long long>(global_step));
   }
-  if (!opt.save.empty()) SaveCheckpoint(main.desc(), scope, opt.save);
+  // A collective job's ranks hold the same parameters: rank 0 writes them.
+  if (!opt.save.empty() && (!group || group->rank() == 0)) {
+    SaveCheckpoint(main.desc(), scope, opt.save);
+  }
   if (trace) {
     trace->Stop();
     trace->WriteFile(opt.trace);
@@ -492,6 +537,17 @@ void CheckTrainOptions(TrainOptions& opt) {
       throw UsageError("a trainer runs the actor executor on one place (--places cpu)");
     }
     opt.input = "preloaded";  // rows of each global batch by trainer id
+  }
+  if (opt.collective) {
+    if (!opt.role.role.empty()) throw UsageError("--collective runs without --role");
+    if (opt.executor != "actor" || opt.places != "cpu") {
+      throw UsageError(
+          "--collective runs the actor executor on one place per process (--places cpu)");
+    }
+    if (opt.gradient_compression != "none") {
+      throw UsageError("--gradient-compression does not apply across processes yet");
+    }
+    opt.input = "preloaded";  // rows of each global batch by rank
   }
   if (!opt.trace.empty() && opt.executor != "actor") {
     throw UsageError("--trace records the actor executor (--executor actor)");
@@ -576,6 +632,13 @@ Command AddTrainCommand(CLI::App& rill) {
   app->add_option("--trace-steps", opt->trace_steps, "steps recorded")
       ->type_name("N")
       ->check(AtLeast(1));
+  app->add_flag("--collective", opt->collective,
+                "a rank of a collective data-parallel job (see rill launch --collective):\n"
+                "joins the group from RILL_RANK, RILL_WORLD_SIZE, RILL_MASTER (rank 0's\n"
+                "rendezvous, host:port) and RILL_TOKEN within --connect-timeout-ms,\n"
+                "starts from rank 0's parameters, trains on rows [rank * batch,\n"
+                "(rank + 1) * batch) of each global batch of world * --batch, and\n"
+                "averages gradients over the ranks (Gloo) before the optimizer");
   opt->role.Bind(*app);
   app->footer(
       "A trainer of a distributed job (--role trainer; see rill launch) builds the\n"
