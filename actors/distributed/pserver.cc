@@ -320,7 +320,7 @@ std::vector<int64_t> StartSteps(const State& s) {
   return s.checkpoints ? s.checkpoints->steps() : std::vector<int64_t>{0};
 }
 
-// HELLO from a trainer: check its token and id, register and watch it.
+// HELLO from a trainer: check its id against its handshake, register and watch it.
 void HandleHello(State& s, const State::Link& link, const proto::WireMessage& message) {
   const int id = message.trainer_id();
   std::string refusal;

@@ -142,8 +142,7 @@ caf::behavior LinkActor(caf::event_based_actor* self, std::shared_ptr<TrainerCli
                         TrainerClientOptions options) {
   auto last_heard = std::make_shared<Clock::time_point>(Clock::now());
   const std::string server = StrCat("parameter server ", link->endpoint);
-  // No token in it: the handshake proved it.
-  const auto hello = WireHello(options.trainer_id, "", options.last_step);
+  const auto hello = WireHello(options.trainer_id, options.last_step);
   return {
       [self, link, last_heard, hello, options](start_atom) {
         *last_heard = Clock::now();

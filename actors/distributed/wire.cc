@@ -279,11 +279,10 @@ std::string PayloadSource(const WireMessage& message) {
 
 }  // namespace
 
-WireMessage WireHello(int trainer_id, const std::string& token, int64_t last_step) {
+WireMessage WireHello(int trainer_id, int64_t last_step) {
   WireMessage message;
   message.set_kind(WireMessage::HELLO);
   message.set_trainer_id(trainer_id);
-  message.set_token(token);
   message.set_last_step(last_step);
   return message;
 }

@@ -33,8 +33,9 @@ namespace rill {
 
 // -- building ---------------------------------------------------------------
 
-// HELLO from a trainer: its id, the job's token and the job's last step (0: not known).
-proto::WireMessage WireHello(int trainer_id, const std::string& token, int64_t last_step = 0);
+// HELLO from a trainer: its id and the job's last step (0: not known). (The
+// job's token is proved by the transport's handshake, before any message.)
+proto::WireMessage WireHello(int trainer_id, int64_t last_step = 0);
 // HELLO answered by a server: the steps it can start from, newest first.
 proto::WireMessage WireHelloReply(const std::vector<int64_t>& steps);
 // RESUME from a trainer: start from `step`; the server answers RESUME with the

@@ -334,9 +334,9 @@ TEST(ParameterServer, RejectsBadMessagesAndKeepsServing) {
   proto::WireMessage answer = raw.Ask(WirePull(m.params[0]));
   EXPECT_EQ(answer.kind(), proto::WireMessage::ERROR);
   EXPECT_NE(answer.error().find("did not say HELLO"), std::string::npos) << answer.error();
-  answer = raw.Ask(WireHello(0, ""));
+  answer = raw.Ask(WireHello(0));
   EXPECT_NE(answer.error().find("handshake announced id 1"), std::string::npos) << answer.error();
-  answer = raw.Ask(WireHello(1, ""));
+  answer = raw.Ask(WireHello(1));
   ASSERT_EQ(answer.kind(), proto::WireMessage::HELLO);
   answer = raw.Ask(WirePull("no_such_parameter"));
   EXPECT_NE(answer.error().find("no_such_parameter"), std::string::npos) << answer.error();
@@ -362,7 +362,7 @@ TEST(ParameterServer, SilentTrainerEndsTheJobNamingIt) {
   Servers servers(m, 2, 1, options);
   auto runtime = std::make_shared<Runtime>(1, 1);
   RawTrainer silent(servers.endpoints[0], 1, "");  // says HELLO, then nothing
-  ASSERT_EQ(silent.Ask(WireHello(1, "")).kind(), proto::WireMessage::HELLO);
+  ASSERT_EQ(silent.Ask(WireHello(1)).kind(), proto::WireMessage::HELLO);
   TrainerClientOptions options0 = ClientOptions(0, servers.endpoints);
   options0.heartbeat = 100ms;
   TrainerClient client(runtime, options0);

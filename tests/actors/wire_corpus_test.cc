@@ -39,7 +39,7 @@ std::map<std::string, WireMessage> Seeds() {
   const QuantizedValues int8 = Quantize(gradient.data<float>(), 300, GradientCompression::kInt8);
   const QuantizedValues int4 = Quantize(rows.value.data<float>(), 6, GradientCompression::kInt4, 4);
   return {
-      {"hello", WireHello(1, "token", 100)},
+      {"hello", WireHello(1, 100)},
       {"hello_reply", WireHelloReply({40, 30})},
       {"resume", WireResume(1, 30)},
       {"resumed", WireResumed(30)},

@@ -102,10 +102,9 @@ TEST(WireTest, SelectedRowsSurviveEncodeAndDecode) {
 }
 
 TEST(WireTest, ControlMessagesSurviveEncodeAndDecode) {
-  const WireMessage hello = RoundTrip(WireHello(2, "secret", 500));
+  const WireMessage hello = RoundTrip(WireHello(2, 500));
   EXPECT_EQ(hello.kind(), WireMessage::HELLO);
   EXPECT_EQ(hello.trainer_id(), 2);
-  EXPECT_EQ(hello.token(), "secret");
   EXPECT_EQ(hello.last_step(), 500);
   const WireMessage reply = RoundTrip(WireHelloReply({40, 30}));
   EXPECT_EQ(std::vector<int64_t>(reply.steps().begin(), reply.steps().end()),
@@ -204,7 +203,7 @@ TEST(WireTest, MessagesMissingWhatTheirKindNeedsAreRejected) {
   WireMessage no_tensor = WirePush("w@GRAD", 0, Iota(DataType::kFloat32, {2}));
   no_tensor.clear_tensor();
   ExpectRejected(EncodeWire(no_tensor), ErrorCode::kInvalidArgument, {"\"w@GRAD\"", "no tensor"});
-  ExpectRejected(EncodeWire(WireHello(-1, "t")), ErrorCode::kInvalidArgument,
+  ExpectRejected(EncodeWire(WireHello(-1)), ErrorCode::kInvalidArgument,
                  {"HELLO", "negative trainer_id -1"});
   ExpectRejected(EncodeWire(WireError("")), ErrorCode::kInvalidArgument, {"no error text"});
   ExpectRejected(EncodeWire(WireResume(-1, 3)), ErrorCode::kInvalidArgument,
@@ -213,7 +212,7 @@ TEST(WireTest, MessagesMissingWhatTheirKindNeedsAreRejected) {
                  {"RESUME", "negative step -3"});
   ExpectRejected(EncodeWire(WireHelloReply({20, -1})), ErrorCode::kInvalidArgument,
                  {"HELLO", "negative step -1 in steps"});
-  ExpectRejected(EncodeWire(WireHello(0, "t", -5)), ErrorCode::kInvalidArgument,
+  ExpectRejected(EncodeWire(WireHello(0, -5)), ErrorCode::kInvalidArgument,
                  {"negative last_step -5"});
   WireMessage pull_with_steps = WirePull("w");
   pull_with_steps.add_steps(3);
