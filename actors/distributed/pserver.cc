@@ -10,7 +10,6 @@
 #include <unordered_map>
 
 #include "actors/distributed/frame_encoder.h"
-#include "actors/distributed/network.h"
 #include "actors/distributed/pserver_checkpoint.h"
 #include "actors/distributed/transport.h"
 #include "actors/distributed/transport_mailbox.h"

@@ -160,7 +160,23 @@ class RendezvousStore::Impl {
 
   void Leave(std::chrono::milliseconds timeout) {
     if (!server()) {
-      SendFrame(to_master_, EncodeMessageFrame(WireBye(options_.rank), Tensor()));
+      // Until the goodbye is written (or cannot be): the frames queued before
+      // it are written then too, and a store destroyed next drops nothing.
+      auto written = std::make_shared<bool>(false);
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!master_gone_.empty()) return;
+      }
+      SendFrame(to_master_, EncodeMessageFrame(WireBye(options_.rank), Tensor()),
+                [this, written](bool) {
+                  {
+                    std::lock_guard<std::mutex> lock(mutex_);
+                    *written = true;
+                  }
+                  changed_.notify_all();
+                });
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait_for(lock, timeout, [&] { return *written || !master_gone_.empty(); });
       return;
     }
     std::unique_lock<std::mutex> lock(mutex_);

@@ -68,8 +68,9 @@ class RendezvousStore : public gloo::rendezvous::Store {
   // closed: that rank 0 is gone.
   std::string Lost(std::chrono::milliseconds timeout);
   // This rank is done: a rank says goodbye (its connection closing is then no
-  // loss); rank 0 waits up to `timeout` until every rank has said goodbye or
-  // closed. Never throws.
+  // loss), waiting up to `timeout` until the goodbye, and so all it set
+  // before, is written; rank 0 waits up to `timeout` until every rank has said
+  // goodbye or closed. Never throws.
   void Leave(std::chrono::milliseconds timeout);
 
   // Rank 0: tells every connected rank why the group ends (their waits fail

@@ -8,7 +8,7 @@
 //                      {&comm0, &comm1});
 //
 // Several processes (nodes): node 0 makes an id (NewNcclUniqueId), the others
-// get its bytes through the actor runtime (actors/distributed/include/rill/unique_id_exchange.h),
+// get its bytes over Rill's transport (actors/distributed/include/rill/unique_id_exchange.h),
 // and each node builds its ranks [first_rank, first_rank + devices) of `ranks`.
 #pragma once
 
