@@ -576,8 +576,8 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
   s.started = Clock::now();
   s.actor = ActorSystemOf(*runtime_).spawn(ServerActor, state_);
   try {
-    s.transport = std::make_unique<Transport>(
-        TransportOptionsFor(s.options.token, s.options.limits), CallbacksToActor(s.actor));
+    s.transport = std::make_unique<Transport>(TransportOptions{s.options.token, s.options.limits},
+                                              CallbacksToActor(s.actor));
     s.port = s.transport->Listen(Endpoint{s.options.bind, endpoint.port});
   } catch (...) {
     // No destructor runs for a constructor that throws: stop the actor here,

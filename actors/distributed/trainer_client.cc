@@ -211,8 +211,8 @@ void TrainerClient::ConnectAll() {
     const auto wait = std::max(left, std::chrono::milliseconds(1));
     link->actor = system.spawn(LinkActor, link, options_);
     links_.push_back(link);  // from here CloseLinks stops the actor
-    link->transport = std::make_unique<Transport>(
-        TransportOptionsFor(options_.token, options_.limits), CallbacksToActor(link->actor));
+    link->transport = std::make_unique<Transport>(TransportOptions{options_.token, options_.limits},
+                                                  CallbacksToActor(link->actor));
     link->connection = link->transport->Connect(
         ParseEndpoint(endpoint), Hello{PeerRole::kTrainer, options_.trainer_id, {}}, wait);
     caf::anon_send(link->actor, start_atom::value);

@@ -151,7 +151,7 @@ class Transport::Impl : public ConnectionOwner {
       });
       // Each attempt ends by itself (its connect within `left`, its handshake within
       // handshake_timeout); the wait's bound is a guard against a bug.
-      const auto guard = left + options_.handshake_timeout + std::chrono::seconds(5);
+      const auto guard = left + options_.limits.handshake_timeout + std::chrono::seconds(5);
       RILL_CHECK(future.wait_for(guard) == std::future_status::ready, kInternal, "connecting to ",
                  endpoint.ToString(), ": an attempt did not end within ", guard.count(), " ms");
       const Attempt attempt = future.get();
@@ -237,9 +237,9 @@ class Transport::Impl : public ConnectionOwner {
     if (error) return;  // gone already
     const std::string ip = remote.address().to_string();
     AddressCount& count = per_address_[ip];
-    if (incoming_ >= options_.max_connections ||
-        count.total >= options_.max_connections_per_address ||
-        count.handshaking >= options_.max_handshakes_per_address) {
+    if (incoming_ >= options_.limits.max_connections ||
+        count.total >= options_.limits.max_connections_per_address ||
+        count.handshaking >= options_.limits.max_handshakes_per_address) {
       ++stats_.refused_at_limit;
       if (count.total == 0) per_address_.erase(ip);
       socket.close(error);

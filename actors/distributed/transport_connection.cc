@@ -65,7 +65,7 @@ std::string Connection::Describe() const {
 // -- handshake, server side ---------------------------------------------------
 
 void Connection::StartServer() {
-  StartDeadline(owner_.options().handshake_timeout, "its handshake");
+  StartDeadline(owner_.options().limits.handshake_timeout, "its handshake");
   asio::async_read(socket_, asio::buffer(hello_bytes_),
                    [self = shared_from_this()](const error_code& error, size_t) {
                      if (self->closed_) return;
@@ -116,7 +116,7 @@ void Connection::OnClientMac() {
 void Connection::StartClient(const Hello& hello, HandshakeDone done) {
   client_done_ = std::move(done);
   hello_bytes_ = EncodeHello(hello);
-  StartDeadline(owner_.options().handshake_timeout, "the handshake");
+  StartDeadline(owner_.options().limits.handshake_timeout, "the handshake");
   asio::async_write(socket_, asio::buffer(hello_bytes_),
                     [self = shared_from_this()](const error_code& error, size_t) {
                       if (self->closed_) return;
@@ -171,7 +171,7 @@ void Connection::Opened() {
   open_ = true;
   deadline_.cancel();
   staging_.resize(kStagingBytes);
-  decoder_.emplace(owner_.options().frame_limits, Describe(),
+  decoder_.emplace(owner_.options().frame_limits(), Describe(),
                    [this](const proto::WireMessage& message) {
                      const auto& destination = owner_.callbacks().destination;
                      return destination ? destination(id_, message) : Tensor();
@@ -194,7 +194,7 @@ void Connection::StartDeadline(std::chrono::milliseconds timeout, const std::str
 }
 
 void Connection::CheckIdle() {
-  const auto idle = owner_.options().idle_timeout;
+  const auto idle = owner_.options().limits.idle_timeout;
   const auto silent = std::chrono::steady_clock::now() - last_read_;
   if (silent >= idle) {
     ++owner_.stats().idle_closed;

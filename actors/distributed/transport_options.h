@@ -20,35 +20,14 @@ struct TransportOptions {
   // The job's token. Both ends prove they hold it (HMAC over a nonce); it is
   // never sent. An empty token still works, and then proves nothing.
   std::string token;
-  FrameLimits frame_limits;
-  // From accept to the end of the handshake; then the connection is closed.
-  std::chrono::milliseconds handshake_timeout{5000};
-  // An open connection on which nothing arrives for this long is closed
-  // (peers send heartbeats far more often). A large payload is read in
-  // batches of 256 KB (or its rest): it must arrive at least that fast.
-  std::chrono::milliseconds idle_timeout{60000};
-  // Incoming connections, open or in their handshake, in all and per remote
-  // address; and those in their handshake per remote address. Beyond them a
-  // new connection is closed at once.
-  int max_connections = 256;
-  int max_connections_per_address = 64;
-  int max_handshakes_per_address = 8;
-};
+  // The largest frames, the handshake's and an idle connection's deadlines,
+  // how many incoming connections (rill/wire_limits.h): a server's and a
+  // trainer's come from their flags (--max-message-mb, --idle-timeout-ms, ...).
+  WireLimits limits;
 
-// The options of a server's or trainer's transport: the job's token and the
-// limits its flags set (--max-message-mb, --handshake-timeout-ms, ...).
-inline TransportOptions TransportOptionsFor(const std::string& token, const WireLimits& limits) {
-  TransportOptions options;
-  options.token = token;
-  options.frame_limits.max_message_bytes = limits.max_message_bytes;
-  options.frame_limits.max_meta_bytes = limits.max_meta_bytes;
-  options.handshake_timeout = limits.handshake_timeout;
-  options.idle_timeout = limits.idle_timeout;
-  options.max_connections = limits.max_connections;
-  options.max_connections_per_address = limits.max_connections_per_address;
-  options.max_handshakes_per_address = limits.max_handshakes_per_address;
-  return options;
-}
+  // The decoder's part of `limits`.
+  FrameLimits frame_limits() const { return {limits.max_message_bytes, limits.max_meta_bytes}; }
+};
 
 using ConnectionId = uint64_t;
 

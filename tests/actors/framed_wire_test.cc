@@ -180,36 +180,19 @@ TEST(FramedWireTest, BuildersRefuseValuesThatCannotTravel) {
   EXPECT_THROW(FramedPushRows("emb@GRAD", 0, rows), Error);
 }
 
-// The servers' and trainers' flags set WireLimits (public); their transports
-// take TransportOptionsFor them: the defaults must agree, and each limit must
-// reach the transport.
-TEST(FramedWireTest, WireLimitsAreTheTransportsOptions) {
+// A transport's options hold WireLimits (what the servers' and trainers'
+// flags set); the frame decoder gets its part of them, with the same
+// defaults as its own.
+TEST(FramedWireTest, TheDecodersLimitsAreTheTransportsWireLimits) {
+  const FrameLimits decoder_defaults;
   const TransportOptions defaults;
-  const TransportOptions from = TransportOptionsFor("tok", WireLimits{});
-  EXPECT_EQ(from.token, "tok");
-  EXPECT_EQ(from.frame_limits.max_message_bytes, defaults.frame_limits.max_message_bytes);
-  EXPECT_EQ(from.frame_limits.max_meta_bytes, defaults.frame_limits.max_meta_bytes);
-  EXPECT_EQ(from.handshake_timeout, defaults.handshake_timeout);
-  EXPECT_EQ(from.idle_timeout, defaults.idle_timeout);
-  EXPECT_EQ(from.max_connections, defaults.max_connections);
-  EXPECT_EQ(from.max_connections_per_address, defaults.max_connections_per_address);
-  EXPECT_EQ(from.max_handshakes_per_address, defaults.max_handshakes_per_address);
-  WireLimits set;
-  set.max_message_bytes = 1 << 20;
-  set.max_meta_bytes = 1 << 12;
-  set.handshake_timeout = std::chrono::milliseconds(123);
-  set.idle_timeout = std::chrono::milliseconds(4567);
-  set.max_connections = 9;
-  set.max_connections_per_address = 3;
-  set.max_handshakes_per_address = 2;
-  const TransportOptions options = TransportOptionsFor("", set);
-  EXPECT_EQ(options.frame_limits.max_message_bytes, uint64_t{1} << 20);
-  EXPECT_EQ(options.frame_limits.max_meta_bytes, uint64_t{1} << 12);
-  EXPECT_EQ(options.handshake_timeout.count(), 123);
-  EXPECT_EQ(options.idle_timeout.count(), 4567);
-  EXPECT_EQ(options.max_connections, 9);
-  EXPECT_EQ(options.max_connections_per_address, 3);
-  EXPECT_EQ(options.max_handshakes_per_address, 2);
+  EXPECT_EQ(defaults.frame_limits().max_message_bytes, decoder_defaults.max_message_bytes);
+  EXPECT_EQ(defaults.frame_limits().max_meta_bytes, decoder_defaults.max_meta_bytes);
+  TransportOptions set;
+  set.limits.max_message_bytes = 1 << 20;
+  set.limits.max_meta_bytes = 1 << 12;
+  EXPECT_EQ(set.frame_limits().max_message_bytes, uint64_t{1} << 20);
+  EXPECT_EQ(set.frame_limits().max_meta_bytes, uint64_t{1} << 12);
 }
 
 }  // namespace

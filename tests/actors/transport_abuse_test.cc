@@ -30,8 +30,8 @@ using testing::WaitFor;
 // answer to what was sent, not a deadline; cases about deadlines shorten them.
 TransportOptions PatientOptions() {
   TransportOptions options = testing::TestTransportOptions();
-  options.handshake_timeout = 60s;
-  options.idle_timeout = 60s;
+  options.limits.handshake_timeout = 60s;
+  options.limits.idle_timeout = 60s;
   return options;
 }
 
@@ -67,7 +67,7 @@ TEST(TransportAbuseTest, FourGigabyteClaimBeforeTheHelloIsClosedAtOnce) {
 TEST(TransportAbuseTest, HalfAHelloThenSilenceIsClosedAtTheHandshakeDeadline) {
   QuietLog quiet;
   TransportOptions options = PatientOptions();
-  options.handshake_timeout = 300ms;
+  options.limits.handshake_timeout = 300ms;
   EchoServer server(options);
   RawSocket socket(server.port());
   ASSERT_TRUE(socket.connected());
@@ -117,8 +117,8 @@ TEST(TransportAbuseTest, AThousandConnectsAndDropsLeaveNothingBehind) {
 TEST(TransportAbuseTest, SlowTricklersAreCappedPerAddressAndEndAtTheDeadline) {
   QuietLog quiet;
   TransportOptions options = PatientOptions();
-  options.handshake_timeout = 500ms;
-  options.max_handshakes_per_address = 8;
+  options.limits.handshake_timeout = 500ms;
+  options.limits.max_handshakes_per_address = 8;
   EchoServer server(options);
   std::vector<std::unique_ptr<RawSocket>> sockets;
   for (int i = 0; i < 50; ++i) {
@@ -139,7 +139,7 @@ TEST(TransportAbuseTest, SlowTricklersAreCappedPerAddressAndEndAtTheDeadline) {
 TEST(TransportAbuseTest, TotalConnectionCapRefusesTheRest) {
   QuietLog quiet;
   TransportOptions options = PatientOptions();
-  options.max_connections = 3;
+  options.limits.max_connections = 3;
   EchoServer server(options);
   std::vector<std::unique_ptr<RawSocket>> sockets;
   for (int i = 0; i < 3; ++i) {
@@ -185,7 +185,7 @@ TEST_F(AuthenticatedAbuseTest, UnknownFrameKindIsClosedAtOnce) {
 
 TEST_F(AuthenticatedAbuseTest, FrameOverTheLimitIsClosedAtOnce) {
   TransportOptions options = PatientOptions();
-  options.frame_limits.max_message_bytes = 1 << 20;
+  options.limits.max_message_bytes = 1 << 20;
   Connect(options);
   ASSERT_TRUE(socket_->Write(HeaderBytes(1, 100, 1 << 20)));
   ExpectClosedForABadFrame();
@@ -224,7 +224,7 @@ TEST_F(AuthenticatedAbuseTest, GarbageMetaIsClosed) {
 // what the server held for it was only what arrived (a 200 MB claim, 1 MB sent).
 TEST_F(AuthenticatedAbuseTest, PayloadStoppingHalfWayEndsAtTheIdleTimeoutHoldingOnlyWhatArrived) {
   TransportOptions options = PatientOptions();
-  options.idle_timeout = 1500ms;
+  options.limits.idle_timeout = 1500ms;
   Connect(options);
   const size_t resident = testing::ResidentBytes();
   proto::WireMessage push;
@@ -247,7 +247,7 @@ TEST_F(AuthenticatedAbuseTest, PayloadStoppingHalfWayEndsAtTheIdleTimeoutHolding
 
 TEST_F(AuthenticatedAbuseTest, HalfAHeaderThenSilenceEndsAtTheIdleTimeout) {
   TransportOptions options = PatientOptions();
-  options.idle_timeout = 300ms;
+  options.limits.idle_timeout = 300ms;
   Connect(options);
   const std::vector<uint8_t> header = HeaderBytes(1, 10, 0);
   ASSERT_TRUE(socket_->Write(header.data(), 7));

@@ -88,7 +88,8 @@ TEST(TransportTest, ClientRefusesAServerThatDoesNotHoldTheToken) {
 TEST(TransportTest, WrongHmacClosesAtOnce) {
   QuietLog quiet;
   TransportOptions options = TestTransportOptions();
-  options.handshake_timeout = 60s;  // a close within 10 s is the wrong answer's, not the deadline's
+  options.limits.handshake_timeout =
+      60s;  // a close within 10 s is the wrong answer's, not the deadline's
   EchoServer server(options);
   RawSocket socket(server.port());
   ASSERT_TRUE(socket.connected());

@@ -20,8 +20,8 @@ namespace rill::testing {
 TransportOptions TestTransportOptions() {
   TransportOptions options;
   options.token = kToken;
-  options.handshake_timeout = 2s;
-  options.idle_timeout = 10s;
+  options.limits.handshake_timeout = 2s;
+  options.limits.idle_timeout = 10s;
   return options;
 }
 

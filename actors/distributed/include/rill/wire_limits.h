@@ -12,8 +12,8 @@ struct WireLimits {
   // as bytes the same way).
   size_t max_message_bytes = 256u << 20;
 
-  // The transport's (actors/distributed/distributed.md, "Transport"; the
-  // defaults are TransportOptions'). A frame's message without its tensor.
+  // The transport's (actors/distributed/distributed.md, "Transport"). A
+  // frame's message without its tensor.
   size_t max_meta_bytes = 16u << 20;
   // From accept to the end of the handshake.
   std::chrono::milliseconds handshake_timeout{5000};
