@@ -146,7 +146,20 @@ __global__ void AdamAdvancePowersKernel(DeviceScalar beta1_pow, DeviceScalar bet
   WriteScalar(beta2_pow_out, beta2_pow.is_double, __dmul_rn(pow2, attrs.beta2));
 }
 
+__global__ void WarmupCosineKernel(DeviceScalar step, DeviceScalar base, WarmupCosineAttrs attrs,
+                                   void* out, bool out_double) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  WriteScalar(out, out_double,
+              WarmupCosineRate(ReadScalar(base), ReadScalar(step), attrs.warmup_steps,
+                               attrs.decay_steps, attrs.min_ratio));
+}
+
 }  // namespace
+
+void WarmupCosine(DeviceScalar step, DeviceScalar base, WarmupCosineAttrs attrs, void* out,
+                  bool out_double, cudaStream_t stream) {
+  WarmupCosineKernel<<<1, 1, 0, stream>>>(step, base, attrs, out, out_double);
+}
 
 template <class T>
 void Sgd(const T* p, const T* g, DeviceScalar lr, T* p_out, int64_t n, cudaStream_t stream) {

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "ops/optimizer/warmup_cosine.h"
+
 namespace rill::cuda {
 
 // A one-element float32 (is_double false) or float64 tensor in device memory.
@@ -51,5 +53,10 @@ void Adam(const T* p, const T* m, const T* v, const T* g, DeviceScalar lr, Devic
 // Adam: the outputs are usually the inputs Adam reads.
 void AdamAdvancePowers(DeviceScalar beta1_pow, DeviceScalar beta2_pow, AdamAttrs attrs,
                        void* beta1_pow_out, void* beta2_pow_out, cudaStream_t stream);
+
+// warmup_cosine_decay: out (BaseRate's type: out_double) = WarmupCosineRate
+// of the device scalars `base` and `step`.
+void WarmupCosine(DeviceScalar step, DeviceScalar base, WarmupCosineAttrs attrs, void* out,
+                  bool out_double, cudaStream_t stream);
 
 }  // namespace rill::cuda

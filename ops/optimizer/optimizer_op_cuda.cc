@@ -108,10 +108,23 @@ void AdamCudaKernel(KernelContext& ctx) {
   CheckCuda(cudaGetLastError(), "adam: kernel launch");
 }
 
+void WarmupCosineCudaKernel(KernelContext& ctx) {
+  const Tensor& step = ctx.Input("Step");
+  const Tensor& base = ctx.Input("BaseRate");
+  CheckScalar(step, "Step");
+  CheckScalar(base, "BaseRate");
+  Tensor* out = ctx.Output("Out");
+  out->Allocate(base.dtype(), {1}, ctx.place());
+  cuda::WarmupCosine(DeviceScalarOf(step), DeviceScalarOf(base), ReadWarmupCosineAttrs(ctx),
+                     out->raw_data(), base.dtype() == DataType::kFloat64, CudaStream::Current());
+  CheckCuda(cudaGetLastError(), "warmup_cosine_decay: kernel launch");
+}
+
 }  // namespace
 
 RILL_REGISTER_KERNEL(sgd, Cuda, SgdCudaKernel);
 RILL_REGISTER_KERNEL(momentum, Cuda, MomentumCudaKernel);
 RILL_REGISTER_KERNEL(adam, Cuda, AdamCudaKernel);
+RILL_REGISTER_KERNEL(warmup_cosine_decay, Cuda, WarmupCosineCudaKernel);
 
 }  // namespace rill

@@ -84,4 +84,9 @@ AdamOutputs CheckAdamOperands(KernelContext& ctx, const AdamArgs& args, const Te
   return {param_out, moment1_out, moment2_out};
 }
 
+WarmupCosineAttrs ReadWarmupCosineAttrs(const KernelContext& ctx) {
+  return {ctx.Attr<int>("warmup_steps"), ctx.Attr<int>("decay_steps"),
+          DecimalDouble(ctx.Attr<float>("min_ratio"))};
+}
+
 }  // namespace rill

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "ops/decimal_double.h"
+#include "ops/optimizer/warmup_cosine.h"
 #include "rill/kernel_context.h"
 #include "rill/selected_rows.h"
 
@@ -70,5 +71,8 @@ struct AdamOutputs {
 // moments against Param, then binds the outputs.
 AdamOutputs CheckAdamOperands(KernelContext& ctx, const AdamArgs& args, const Tensor& param,
                               const Tensor* dense_grad);
+
+// warmup_cosine_decay's attributes (Step and BaseRate are read by the kernels).
+WarmupCosineAttrs ReadWarmupCosineAttrs(const KernelContext& ctx);
 
 }  // namespace rill

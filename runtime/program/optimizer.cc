@@ -37,6 +37,29 @@ std::vector<ParamGrad> Optimizer::Minimize(Builder& builder, const Var& loss) {
   return pairs;
 }
 
+Optimizer::LearningRateSchedule WarmupCosineDecay(int warmup_steps, int decay_steps,
+                                                  float min_ratio) {
+  RILL_CHECK(warmup_steps >= 0 && decay_steps >= 1 && min_ratio >= 0 && min_ratio <= 1,
+             kInvalidArgument, "WarmupCosineDecay(", warmup_steps, ", ", decay_steps, ", ",
+             min_ratio,
+             "): the warm-up takes 0 or more steps, the decay 1 or more, and the "
+             "final ratio is in [0, 1]");
+  return [=](Builder& b, const Var& base_rate) {
+    const Var step = b.Persistable(b.main().UniqueName("lr_step"), {1}, 0);
+    b.AppendOpTo("scale", {{"X", {step}}}, {{"Out", {step}}},
+                 [](proto::OpDesc* op) { SetAttr(op, "bias", 1.0f); });
+    return b
+        .AppendOp("warmup_cosine_decay", {{"Step", {step}}, {"BaseRate", {base_rate}}},
+                  {{"Out", 1}},
+                  [=](proto::OpDesc* op) {
+                    SetAttr(op, "warmup_steps", warmup_steps);
+                    SetAttr(op, "decay_steps", decay_steps);
+                    SetAttr(op, "min_ratio", min_ratio);
+                  })
+        .front();
+  };
+}
+
 namespace {
 
 // Whether append_backward declared the gradient as selected rows (an

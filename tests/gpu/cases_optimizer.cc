@@ -136,6 +136,37 @@ std::vector<Case> OptimizerCases() {
        adam_outputs,
        kAtol64,
        kRtol64},
+      // warmup_cosine_decay: in the warm-up, on the cosine, past its end;
+      // float32 and float64 rates (the device's cos may differ from the
+      // host's in the last place).
+      {"warmup_cosine_decay",
+       {{"Step", Scalar32(2)}, {"BaseRate", Scalar32(0.1f)}},
+       {"Out"},
+       kAtol32,
+       kRtol32,
+       {{"warmup_steps", IntAttr("warmup_steps", 5)}, {"decay_steps", IntAttr("decay_steps", 10)}}},
+      {"warmup_cosine_decay",
+       {{"Step", Scalar32(9)}, {"BaseRate", Scalar32(0.1f)}},
+       {"Out"},
+       kAtol32,
+       kRtol32,
+       {{"warmup_steps", IntAttr("warmup_steps", 5)},
+        {"decay_steps", IntAttr("decay_steps", 10)},
+        {"min_ratio", FloatAttr("min_ratio", 0.05f)}}},
+      {"warmup_cosine_decay",
+       {{"Step", Scalar64(7)}, {"BaseRate", Scalar64(0.003)}},
+       {"Out"},
+       kAtol64,
+       kRtol64,
+       {{"decay_steps", IntAttr("decay_steps", 12)}}},
+      {"warmup_cosine_decay",
+       {{"Step", Scalar32(40)}, {"BaseRate", Scalar64(0.5)}},
+       {"Out"},
+       kAtol64,
+       kRtol64,
+       {{"warmup_steps", IntAttr("warmup_steps", 2)},
+        {"decay_steps", IntAttr("decay_steps", 3)},
+        {"min_ratio", FloatAttr("min_ratio", 0.25f)}}},
   };
 }
 

@@ -83,6 +83,18 @@ class Optimizer {
   std::string learning_rate_var_;
 };
 
+// A schedule (Optimizer::set_learning_rate_schedule): linear warm-up from 0
+// to the base rate over `warmup_steps`, then half a cosine down to min_ratio
+// times the base rate over `decay_steps`, flat after that. It counts the steps
+// in a persistable float32 variable "lr_step_N" (exact to 2^24 steps, saved
+// with the parameters, so a resumed job goes on where it was), incremented
+// by each step before its rate is computed (op warmup_cosine_decay).
+//
+//   Adam adam(1e-3);
+//   adam.set_learning_rate_schedule(WarmupCosineDecay(500, steps - 500));
+Optimizer::LearningRateSchedule WarmupCosineDecay(int warmup_steps, int decay_steps,
+                                                  float min_ratio = 0);
+
 // param -= lr * grad
 class SGD : public Optimizer {
  public:
