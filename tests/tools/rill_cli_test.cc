@@ -248,6 +248,24 @@ TEST_F(RillCliTest, TrainRefusesAnUnknownGradientCompression) {
       << r.output;
 }
 
+// --lr-schedule cosine counts the job's steps in the checkpoint (a resumed job
+// goes on along the same curve); --warmup-steps alone is refused.
+TEST_F(RillCliTest, TrainWithACosineScheduleCountsItsStepsInTheCheckpoint) {
+  Result r = Rill({"train", "--warmup-steps", "3"});
+  EXPECT_EQ(r.status, 2) << r.output;
+  EXPECT_TRUE(Contains(r.output, "--warmup-steps needs --lr-schedule cosine")) << r.output;
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
+  }
+  r = Rill({"train", "--model", "linreg", "--epochs", "2", "--max-steps", "4", "--input",
+            "preloaded", "--lr-schedule", "cosine", "--warmup-steps", "3", "--save", "w.ckpt"});
+  ASSERT_EQ(r.status, 0) << r.output;
+  Scope scope;
+  LoadCheckpoint(&scope, Path("w.ckpt"));
+  ASSERT_NE(scope.FindVar("lr_step_0"), nullptr) << r.output;
+  EXPECT_EQ(scope.GetTensor("lr_step_0").data<float>()[0], 8.0f);
+}
+
 // Device places take batches fed by the driver (the pipeline's read op runs
 // on the host): preloaded by default there, the pipeline refused by name;
 // acpu places train to the CPU places' numbers.

@@ -45,6 +45,8 @@ struct TrainOptions {
   int batch = 64;
   double lr = 1e-3;
   std::string optimizer = "adam";
+  std::string lr_schedule = "constant";
+  int warmup_steps = 0;
   uint64_t seed = 0;
   int64_t max_steps = -1;
   std::string data = kFashionMnistDir;
@@ -309,9 +311,18 @@ int Train(const TrainOptions& opt) {
   if (opt.collective) {
     group = ProcessGroup::FromEnvironment(std::chrono::milliseconds(opt.role.connect_timeout_ms));
   }
-  MakeOptimizer(opt.optimizer, static_cast<float>(opt.lr))
-      ->set_placeable(distributed)
-      .Minimize(builder, model.loss);
+  const size_t examples = static_cast<size_t>(pipelined ? pipeline->source().size() : train.size());
+  const int trainers = distributed ? opt.role.trainers : group ? group->world_size() : 1;
+  std::unique_ptr<Optimizer> optimizer = MakeOptimizer(opt.optimizer, static_cast<float>(opt.lr));
+  optimizer->set_placeable(distributed);
+  if (opt.lr_schedule == "cosine") {
+    // Over the whole job: warm-up, then the cosine to 0 at the last step.
+    const int64_t total = LastStep(opt, examples, trainers);
+    const int warmup = static_cast<int>(std::min<int64_t>(opt.warmup_steps, total));
+    optimizer->set_learning_rate_schedule(
+        WarmupCosineDecay(warmup, static_cast<int>(std::max<int64_t>(1, total - warmup))));
+  }
+  optimizer->Minimize(builder, model.loss);
   constexpr const char* kReader = "train_reader";
   if (pipelined) builder.Read(builder.Reader(kReader), {model.image, model.label}, /*first=*/true);
 
@@ -337,7 +348,6 @@ int Train(const TrainOptions& opt) {
     BroadcastPersistables(*group, main.desc(), &scope);
     ProcessGroup::Install(&scope, group);
   }
-  const size_t examples = static_cast<size_t>(pipelined ? pipeline->source().size() : train.size());
   std::unique_ptr<StepRunner> step, eval;
   const ActorRunner* actor_step = nullptr;
   std::shared_ptr<TrainerClient> client;
@@ -381,7 +391,6 @@ int Train(const TrainOptions& opt) {
   InputPipeline::Counters seen;  // the pipeline's counters at the start of the epoch
   // A trainer (a rank) takes rows [id * batch, (id + 1) * batch) of each
   // global batch, and a resumed job skips the steps its servers have done.
-  const int trainers = distributed ? opt.role.trainers : group ? group->world_size() : 1;
   const size_t global_batch = static_cast<size_t>(opt.batch) * static_cast<size_t>(trainers);
   const int member = distributed ? opt.role.trainer_id : group ? group->rank() : 0;
   const size_t row_offset = static_cast<size_t>(member) * static_cast<size_t>(opt.batch);
@@ -528,6 +537,9 @@ int Train(const TrainOptions& opt) {
 void CheckTrainOptions(TrainOptions& opt) {
   opt.role.Check();
   if (opt.role.role == "pserver") throw UsageError("a parameter server runs rill pserver");
+  if (opt.warmup_steps > 0 && opt.lr_schedule != "cosine") {
+    throw UsageError("--warmup-steps needs --lr-schedule cosine");
+  }
   if (opt.role.role == "trainer") {
     if (opt.role.trainers < 1 || opt.role.trainer_id < 0 ||
         opt.role.trainer_id >= opt.role.trainers || opt.role.PserverList().empty()) {
@@ -580,6 +592,13 @@ Command AddTrainCommand(CLI::App& rill) {
   app->add_option("--batch", opt->batch, "batch size")->type_name("N")->check(AtLeast(1));
   app->add_option("--lr", opt->lr, "learning rate")->type_name("X")->check(Positive());
   app->add_option("--optimizer", opt->optimizer, "sgd, momentum or adam");
+  app->add_option("--lr-schedule", opt->lr_schedule,
+                  "constant, or cosine: --warmup-steps of linear warm-up to --lr, then\n"
+                  "half a cosine down to 0 at the job's last step")
+      ->check(CLI::IsMember({"constant", "cosine"}));
+  app->add_option("--warmup-steps", opt->warmup_steps, "steps of warm-up (--lr-schedule cosine)")
+      ->type_name("N")
+      ->check(AtLeast(0));
   app->add_option("--seed", opt->seed, "seed for initialisation and shuffling")
       ->type_name("N")
       ->check(NonNegative());
