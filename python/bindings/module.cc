@@ -188,6 +188,14 @@ void BindTraining(py::module_& module) {
            py::return_value_policy::reference_internal)
       .def("minimize", [](Optimizer& o, Builder& b,
                           const Var& loss) { return PairsToList(o.Minimize(b, loss)); })
+      .def(
+          "set_warmup_cosine_decay",
+          [](Optimizer& o, int warmup_steps, int decay_steps, float min_ratio) -> Optimizer& {
+            return o.set_learning_rate_schedule(
+                WarmupCosineDecay(warmup_steps, decay_steps, min_ratio));
+          },
+          py::arg("warmup_steps"), py::arg("decay_steps"), py::arg("min_ratio") = 0.0f,
+          py::return_value_policy::reference_internal)
       .def_property_readonly("learning_rate_var", &Optimizer::learning_rate_var);
   py::class_<SGD, Optimizer>(module, "SGD").def(py::init<float>(), py::arg("learning_rate"));
   py::class_<Momentum, Optimizer>(module, "Momentum")

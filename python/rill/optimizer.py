@@ -2,7 +2,8 @@
 appends the gradient ops and one update op per parameter to the program the
 loss belongs to. Each is Rill's C++ optimizer (rill/optimizer.h), with
 optional weight decay (`regularization=L2Decay(c)`) and global-norm clipping
-(`grad_clip=GradientClipByGlobalNorm(n)`).
+(`grad_clip=GradientClipByGlobalNorm(n)`), and a learning-rate schedule
+(`learning_rate_schedule=WarmupCosineDecay(warmup_steps, decay_steps)`).
 """
 from rill import _core
 
@@ -27,9 +28,27 @@ class GradientClipByGlobalNorm:
         self.clip_norm = clip_norm
 
 
+class WarmupCosineDecay:
+    """A learning-rate schedule (`learning_rate_schedule=`): linear warm-up from 0
+    to the optimizer's learning_rate over `warmup_steps`, then half a cosine down
+    to min_ratio * learning_rate over `decay_steps`, flat after that. The steps
+    are counted in a persistable variable ("lr_step_N") that checkpoints keep."""
+
+    def __init__(self, warmup_steps, decay_steps, min_ratio=0.0):
+        self.warmup_steps = warmup_steps
+        self.decay_steps = decay_steps
+        self.min_ratio = min_ratio
+
+
 class _Optimizer:
-    def __init__(self, optimizer, regularization=None, grad_clip=None):
+    def __init__(self, optimizer, regularization=None, grad_clip=None,
+                 learning_rate_schedule=None):
         self._optimizer = optimizer
+        if learning_rate_schedule is not None:
+            if not isinstance(learning_rate_schedule, WarmupCosineDecay):
+                raise TypeError("learning_rate_schedule: Rill has WarmupCosineDecay only")
+            s = learning_rate_schedule
+            optimizer.set_warmup_cosine_decay(s.warmup_steps, s.decay_steps, s.min_ratio)
         if regularization is not None:
             if not isinstance(regularization, L2Decay):
                 raise TypeError("regularization: Rill has L2Decay only")
@@ -52,26 +71,28 @@ class _Optimizer:
 class SGD(_Optimizer):
     """param -= learning_rate * grad."""
 
-    def __init__(self, learning_rate, regularization=None, grad_clip=None):
-        super().__init__(_core.SGD(learning_rate), regularization, grad_clip)
+    def __init__(self, learning_rate, regularization=None, grad_clip=None,
+                 learning_rate_schedule=None):
+        super().__init__(_core.SGD(learning_rate), regularization, grad_clip,
+                         learning_rate_schedule)
 
 
 class Momentum(_Optimizer):
     """velocity = momentum * velocity + grad; param -= learning_rate * velocity."""
 
     def __init__(self, learning_rate, momentum=0.9, use_nesterov=False, regularization=None,
-                 grad_clip=None):
+                 grad_clip=None, learning_rate_schedule=None):
         super().__init__(_core.Momentum(learning_rate, momentum, use_nesterov), regularization,
-                         grad_clip)
+                         grad_clip, learning_rate_schedule)
 
 
 class Adam(_Optimizer):
     """Adam with bias correction, as PyTorch computes it."""
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 regularization=None, grad_clip=None):
+                 regularization=None, grad_clip=None, learning_rate_schedule=None):
         super().__init__(_core.Adam(learning_rate, beta1, beta2, epsilon), regularization,
-                         grad_clip)
+                         grad_clip, learning_rate_schedule)
 
 
 SGDOptimizer = SGD

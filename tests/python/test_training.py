@@ -54,6 +54,9 @@ def train_in_cpp(directory, optimizer, places=None):
 
 
 OPTIMIZERS = {"sgd": lambda: rill.optimizer.SGD(learning_rate=0.1),
+              "sgd_cosine": lambda: rill.optimizer.SGD(
+                  learning_rate=0.1,
+                  learning_rate_schedule=rill.optimizer.WarmupCosineDecay(2, 3, 0.1)),
               "adam": lambda: rill.optimizer.Adam(learning_rate=0.01)}
 
 
