@@ -9,26 +9,6 @@
 namespace rill {
 namespace {
 
-void CheckLikeParam(ShapeContext& ctx, const std::string& slot) {
-  const Shape& param = ctx.InputShape("Param");
-  const Shape& s = ctx.InputShape(slot);
-  ctx.Check(ShapesCompatible(s, param), slot, " ", ShapeToString(s), " differs from Param ",
-            ShapeToString(param));
-  ctx.Check(ctx.InputType(slot) == ctx.InputType("Param"), slot, " is ",
-            DataTypeName(ctx.InputType(slot)), " but Param is ",
-            DataTypeName(ctx.InputType("Param")));
-}
-
-void CheckScalarSlot(ShapeContext& ctx, const std::string& slot) {
-  const Shape& s = ctx.InputShape(slot);
-  bool one = true;
-  for (int64_t d : s) one = one && (d == 1 || d == -1);
-  ctx.Check(one, slot, " must hold one element, has shape ", ShapeToString(s));
-  const DataType t = ctx.InputType(slot);
-  ctx.Check(t == DataType::kFloat32 || t == DataType::kFloat64, slot,
-            " must be float32 or float64, is ", DataTypeName(t));
-}
-
 void MomentumShape(ShapeContext& ctx) {
   const DataType t = ctx.InputType("Param");
   ctx.Check(t == DataType::kFloat32 || t == DataType::kFloat64,

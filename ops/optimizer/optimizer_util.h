@@ -9,8 +9,14 @@
 #include "ops/optimizer/warmup_cosine.h"
 #include "rill/kernel_context.h"
 #include "rill/selected_rows.h"
+#include "rill/shape_context.h"
 
 namespace rill {
+
+// Shape inference: input `slot` has Param's shape and type.
+void CheckLikeParam(ShapeContext& ctx, const std::string& slot);
+// Shape inference: input `slot` holds one float32 or float64 element.
+void CheckScalarSlot(ShapeContext& ctx, const std::string& slot);
 
 // The value of a one-element float32/float64 tensor (the learning rate, beta^t).
 double ReadScalar(const Tensor& t, const char* slot);

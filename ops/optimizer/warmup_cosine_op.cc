@@ -9,19 +9,9 @@
 namespace rill {
 namespace {
 
-void CheckOneFloat(ShapeContext& ctx, const std::string& slot) {
-  const Shape& s = ctx.InputShape(slot);
-  bool one = true;
-  for (int64_t d : s) one = one && (d == 1 || d == -1);
-  ctx.Check(one, slot, " must hold one element, has shape ", ShapeToString(s));
-  const DataType t = ctx.InputType(slot);
-  ctx.Check(t == DataType::kFloat32 || t == DataType::kFloat64, slot,
-            " must be float32 or float64, is ", DataTypeName(t));
-}
-
 void WarmupCosineShape(ShapeContext& ctx) {
-  CheckOneFloat(ctx, "Step");
-  CheckOneFloat(ctx, "BaseRate");
+  CheckScalarSlot(ctx, "Step");
+  CheckScalarSlot(ctx, "BaseRate");
   ctx.SetOutput("Out", {1}, ctx.InputType("BaseRate"));
 }
 

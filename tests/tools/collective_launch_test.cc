@@ -4,12 +4,8 @@
 // batch (float32: 1e-5 relative) and the same parameters on every rank; a
 // rank killed with SIGKILL mid-training makes the others exit within 10 s
 // naming it.
-#include <arpa/inet.h>
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -28,6 +24,8 @@
 
 #include "rill/checkpoint.h"
 #include "rill/tensor.h"
+#include "tests/testing/cli_process.h"
+#include "tests/testing/ports.h"
 
 namespace rill {
 namespace {
@@ -35,59 +33,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof address;
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  close(fd);
-  return ntohs(address.sin_port);
-}
-
-// A `rill` process whose stdout and stderr go to a log file.
-struct Process {
-  pid_t pid = -1;
-  std::string log;
-  int status = -1;  // exit status, 128 + signal, or -1 while running
-
-  std::string Output() const {
-    std::ifstream in(log);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
-  bool Wait(std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (status < 0) {
-      int raw = 0;
-      if (waitpid(pid, &raw, WNOHANG) == pid) {
-        status = WIFEXITED(raw) ? WEXITSTATUS(raw) : 128 + WTERMSIG(raw);
-        break;
-      }
-      if (Clock::now() > deadline) return false;
-      std::this_thread::sleep_for(20ms);
-    }
-    return true;
-  }
-  bool WaitForOutput(const std::string& text, std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (Clock::now() < deadline) {
-      if (Output().find(text) != std::string::npos) return true;
-      if (Wait(0ms)) return Output().find(text) != std::string::npos;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
-  void Kill() {
-    if (status < 0) {
-      kill(pid, SIGKILL);
-      Wait(10s);
-    }
-  }
-};
+using Process = testing::CliProcess;
 
 class CollectiveLaunchTest : public ::testing::TestWithParam<int> {
  protected:
@@ -107,23 +53,7 @@ class CollectiveLaunchTest : public ::testing::TestWithParam<int> {
 
   Process& Start(const std::string& name, const std::vector<std::string>& args,
                  const std::map<std::string, std::string>& env = {}) {
-    auto process = std::make_unique<Process>();
-    process->log = Path(name + ".log");
-    std::vector<std::string> argv = {RILL_CLI_PATH};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::vector<char*> raw;
-    for (auto& arg : argv) raw.push_back(arg.data());
-    raw.push_back(nullptr);
-    process->pid = fork();
-    if (process->pid == 0) {
-      const int fd = open(process->log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-      for (const auto& [key, value] : env) setenv(key.c_str(), value.c_str(), 1);
-      execv(raw[0], raw.data());
-      _exit(127);
-    }
-    processes_.push_back(std::move(process));
+    processes_.push_back(testing::StartCliProcess(RILL_CLI_PATH, Path(name + ".log"), args, env));
     return *processes_.back();
   }
 
@@ -214,7 +144,7 @@ TEST_P(CollectiveLaunchTest, RanksMatchOneProcessOnTheGlobalBatch) {
 INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveLaunchTest, ::testing::Values(2, 3));
 
 TEST_F(CollectiveLaunchTest, AKilledRankStopsTheOthersWithin10sNamingIt) {
-  const std::string master = "127.0.0.1:" + std::to_string(FreePort());
+  const std::string master = "127.0.0.1:" + std::to_string(testing::ClosedLoopbackPort());
   std::vector<Process*> ranks;
   for (int r = 0; r < 3; ++r) {
     ranks.push_back(
