@@ -15,6 +15,7 @@
 #include "rill/op_registry.h"
 #include "rill/optimizer.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
@@ -42,11 +43,6 @@ FeedList Batch(int step) {
   return {{"x", x}, {"label", y}};
 }
 
-bool BitEqual(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
-}
-
 TEST(ParallelExecutorTest, MlpTrainingMatchesReferenceBitForBit) {
   for (int threads : {1, 2, 4}) {
     SCOPED_TRACE(StrCat(threads, " threads"));
@@ -64,10 +60,10 @@ TEST(ParallelExecutorTest, MlpTrainingMatchesReferenceBitForBit) {
       auto want = reference.Run(*step, Batch(s), {m.loss.name, "fc_0.w"});
       auto got = exe.Run(Batch(s), {m.loss.name, "fc_0.w"});
       ASSERT_EQ(got.size(), 2u);
-      EXPECT_TRUE(BitEqual(want[0], got[0]))
+      EXPECT_TRUE(testing::BitEqual(want[0], got[0]))
           << "loss at step " << s << ": " << want[0].GetAsDouble(0) << " vs "
           << got[0].GetAsDouble(0);
-      EXPECT_TRUE(BitEqual(want[1], got[1])) << "fc_0.w at step " << s;
+      EXPECT_TRUE(testing::BitEqual(want[1], got[1])) << "fc_0.w at step " << s;
     }
   }
 }
@@ -314,7 +310,7 @@ TEST(ParallelExecutorTest, InferenceRunsSeveralIterationsInFlightTrainingOne) {
   for (int i = 0; i < 24; ++i) {
     const auto want = reference.Run(inference.desc(), &ref_scope, {{"x", inputs[i]}}, {h.name});
     const auto got = futures[i].get();
-    EXPECT_TRUE(BitEqual(want[0], got[0])) << "request " << i;
+    EXPECT_TRUE(testing::BitEqual(want[0], got[0])) << "request " << i;
   }
 }
 

@@ -10,14 +10,10 @@
 #include "rill/executor.h"
 #include "rill/parallel_executor.h"
 #include "rill/program_io.h"
+#include "tests/testing/training.h"
 
 namespace rill::testing {
 namespace {
-
-bool BitEqual(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
-}
 
 void InitState(const RandomProgram& p, Scope* scope) {
   for (const auto& [name, value] : p.state) scope->Var(name)->mutable_tensor()->CopyFrom(value);

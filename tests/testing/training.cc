@@ -22,6 +22,11 @@ void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& 
   }
 }
 
+bool BitEqual(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
+}
+
 void ExpectSameTensor(const Tensor& actual, const Tensor& expected) {
   ASSERT_TRUE(actual.initialized());
   EXPECT_EQ(actual.dtype(), expected.dtype());

@@ -18,6 +18,9 @@ Tensor CyclicLabels(int64_t batch, int step, int classes);
 void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got,
                     const std::string& what);
 
+// Whether a and b have the same dtype, shape and bytes (host memory).
+bool BitEqual(const Tensor& a, const Tensor& b);
+
 // EXPECTs `actual` to hold a value of expected's dtype and shape with the
 // same bytes (host memory).
 void ExpectSameTensor(const Tensor& actual, const Tensor& expected);

@@ -14,6 +14,7 @@
 #include "rill/executor.h"
 #include "rill/parallel_executor.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/training.h"
 
 namespace rill::cli {
 namespace {
@@ -51,11 +52,6 @@ std::vector<std::string> RunningStatistics(const Model& m) {
   return names;
 }
 
-bool BitEqual(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
-}
-
 TEST(ModelsTest, ResnetTrainsBitIdenticallyOnActorAndReferenceExecutors) {
   for (int threads : {1, 2}) {
     SCOPED_TRACE(StrCat(threads, " threads"));
@@ -76,12 +72,12 @@ TEST(ModelsTest, ResnetTrainsBitIdenticallyOnActorAndReferenceExecutors) {
       auto want = reference.Run(*step, Batch(m, s), fetches);
       auto got = exe.Run(Batch(m, s), fetches);
       ASSERT_EQ(got.size(), 2u);
-      EXPECT_TRUE(BitEqual(want[0], got[0]))
+      EXPECT_TRUE(testing::BitEqual(want[0], got[0]))
           << "loss at step " << s << ": " << want[0].GetAsDouble(0) << " vs "
           << got[0].GetAsDouble(0);
-      EXPECT_TRUE(BitEqual(want[1], got[1])) << "conv2d_0.w at step " << s;
+      EXPECT_TRUE(testing::BitEqual(want[1], got[1])) << "conv2d_0.w at step " << s;
       for (const std::string& name : stats) {
-        EXPECT_TRUE(BitEqual(ref_scope.GetTensor(name), actor_scope.GetTensor(name)))
+        EXPECT_TRUE(testing::BitEqual(ref_scope.GetTensor(name), actor_scope.GetTensor(name)))
             << name << " at step " << s;
       }
     }
@@ -113,11 +109,12 @@ TEST(ModelsTest, TwoPlacesKeepTheirOwnRunningStatistics) {
     reference.Run(m.main.desc(), &whole_scope, Batch(m, 0), {});
     exe.Run(Batch(m, 0), {m.classifier.loss.name});
     for (const std::string& name : RunningStatistics(m)) {
-      EXPECT_TRUE(BitEqual(slice_scope.GetTensor(name), places_scope.GetTensor(name)))
+      EXPECT_TRUE(testing::BitEqual(slice_scope.GetTensor(name), places_scope.GetTensor(name)))
           << name << " " << slice_scope.GetTensor(name).GetAsDouble(0) << " vs "
           << places_scope.GetTensor(name).GetAsDouble(0) << " (whole batch "
           << whole_scope.GetTensor(name).GetAsDouble(0) << ")";
-      EXPECT_FALSE(BitEqual(whole_scope.GetTensor(name), places_scope.GetTensor(name))) << name;
+      EXPECT_FALSE(testing::BitEqual(whole_scope.GetTensor(name), places_scope.GetTensor(name)))
+          << name;
     }
     // Later steps run (each place updating its own copy) and stay finite.
     for (int s = 1; s < 3; ++s) exe.Run(Batch(m, s), {m.classifier.loss.name});
