@@ -110,12 +110,17 @@ class RendezvousStore::Impl {
       Fail(ErrorCode::kUnavailable, "rank ", options_.rank, " of ", options_.world_size, ": ",
            values_.at(kLostKey));
     }
+    // A thousand-rank job names the first few.
+    constexpr int kNamed = 16;
     std::string missing;
+    int count = 0;
     for (const auto& key : keys) {
       if (values_.count(key) > 0) continue;
+      if (++count > kNamed) continue;
       if (!missing.empty()) missing += ", ";
       missing += describe ? describe(key) : StrCat("key \"", key, "\"");
     }
+    if (count > kNamed) missing += StrCat(" and ", count - kNamed, " more");
     Fail(ErrorCode::kTimeout, "rank ", options_.rank, " of ", options_.world_size,
          ": the rendezvous store at ", options_.master.ToString(), " did not have ", missing,
          " within ", timeout.count(), " ms");

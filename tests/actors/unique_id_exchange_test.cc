@@ -115,6 +115,13 @@ TEST(UniqueIdExchangeTest, ANodeThatNeverComesTimesTheServerOutNamingIt) {
   EXPECT_LT(Clock::now() - start, 2s);
 }
 
+TEST(UniqueIdExchangeTest, ATimeoutNamesTheFirstSixteenMissingNodesAndCountsTheRest) {
+  Server server(RandomId(12), 20, 300ms);  // 19 nodes, none comes
+  ExpectError([&] { server.Wait(); }, ErrorCode::kTimeout,
+              {"node 1's acknowledgement, node 2's acknowledgement",
+               "node 16's acknowledgement and 3 more within 300 ms"});
+}
+
 TEST(UniqueIdExchangeTest, FetchingWhereNobodyServesFailsInTime) {
   const Endpoint nobody{"127.0.0.1", testing::ClosedLoopbackPort()};
   const auto start = Clock::now();
