@@ -56,6 +56,11 @@ class RendezvousStore::Impl {
   }
 
   bool server() const { return options_.rank == 0; }
+  // Rank 0's store as messages name it: on rank 0, with the port it bound
+  // (the master endpoint may say port 0).
+  std::string StoreAddress() const {
+    return server() ? Endpoint{options_.master.host, port_}.ToString() : options_.master.ToString();
+  }
   uint16_t port() const { return port_; }
   const Options& options() const { return options_; }
 
@@ -122,8 +127,8 @@ class RendezvousStore::Impl {
     }
     if (count > kNamed) missing += StrCat(" and ", count - kNamed, " more");
     Fail(ErrorCode::kTimeout, "rank ", options_.rank, " of ", options_.world_size,
-         ": the rendezvous store at ", options_.master.ToString(), " did not have ", missing,
-         " within ", timeout.count(), " ms");
+         ": the rendezvous store at ", StoreAddress(), " did not have ", missing, " within ",
+         timeout.count(), " ms");
   }
 
   void Abort(const std::string& why) {
@@ -244,8 +249,8 @@ class RendezvousStore::Impl {
       }
     }
     if (refused.empty()) return;
-    Log(LogLevel::kWarning, "rendezvous store at ", options_.master.ToString(), ": refused ",
-        peer.address, ": ", refused);
+    Log(LogLevel::kWarning, "rendezvous store at ", StoreAddress(), ": refused ", peer.address,
+        ": ", refused);
     SendFrame(c, EncodeMessageFrame(WireError(refused), Tensor()));
     CloseConnection(c);
   }
