@@ -31,6 +31,7 @@
 #include "runtime/device/blas_threads.h"
 #include "runtime/graph/data_parallel.h"
 #include "tools/datasets/fashion_mnist.h"
+#include "tools/datasets/preloaded_batches.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 #include "tools/rill/models.h"
@@ -69,24 +70,6 @@ struct TrainOptions {
   // A rank of a collective job (RILL_RANK, RILL_WORLD_SIZE, RILL_MASTER, RILL_TOKEN).
   bool collective = false;
 };
-
-// Copies the rows `order[begin, end)` of a dataset into batch tensors.
-void GatherBatch(const ImageDataset& set, const std::vector<int64_t>& order, size_t begin,
-                 size_t end, Tensor* images, Tensor* labels) {
-  const int64_t n = static_cast<int64_t>(end - begin);
-  const int64_t width = set.images.dim(1);
-  *images = Tensor(DataType::kFloat32, {n, width});
-  *labels = Tensor(DataType::kInt64, {n, 1});
-  float* x = images->mutable_data<float>();
-  int64_t* y = labels->mutable_data<int64_t>();
-  const float* src = set.images.data<float>();
-  const int64_t* src_labels = set.labels.data<int64_t>();
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t row = order[begin + static_cast<size_t>(i)];
-    std::copy(src + row * width, src + (row + 1) * width, x + i * width);
-    y[i] = src_labels[row];
-  }
-}
 
 void DrawProgress(int epoch, size_t done, size_t total, double loss, double rate) {
   constexpr int kWidth = 30;
@@ -157,7 +140,7 @@ Evaluation Evaluate(StepRunner& eval, const ImageDataset& test, const Classifier
   Tensor images, labels;
   for (size_t begin = 0; begin < order.size(); begin += kEvalBatch) {
     const size_t end = std::min(order.size(), begin + kEvalBatch);
-    GatherBatch(test, order, begin, end, &images, &labels);
+    GatherRows(test, order, begin, end, &images, &labels);
     auto out = eval.Run({{model.image.name, images}, {model.label.name, labels}},
                         {model.loss.name, model.accuracy.name});
     const double n = static_cast<double>(end - begin);
@@ -386,35 +369,50 @@ int Train(const TrainOptions& opt) {
   }
 
   const bool tty = isatty(STDERR_FILENO) != 0;
-  std::vector<int64_t> order(pipelined ? 0 : examples);
   if (pipelined) pipeline->StartEpoch(1);
-  InputPipeline::Counters seen;  // the pipeline's counters at the start of the epoch
+  InputPipeline::Counters seen;  // the input's counters at the start of the epoch
   // A trainer (a rank) takes rows [id * batch, (id + 1) * batch) of each
   // global batch, and a resumed job skips the steps its servers have done.
   const size_t global_batch = static_cast<size_t>(opt.batch) * static_cast<size_t>(trainers);
   const int member = distributed ? opt.role.trainer_id : group ? group->rank() : 0;
   const size_t row_offset = static_cast<size_t>(member) * static_cast<size_t>(opt.batch);
   const int64_t start_step = client ? client->start_step() : 0;
+  const size_t steps = StepsPerEpoch(opt, examples, trainers);
+  // The first step of the epoch that starts at global step `at`: all but
+  // those a resumed job's servers have done.
+  const auto first_step_at = [&](int64_t at) {
+    return std::min(steps, static_cast<size_t>(std::max<int64_t>(0, start_step - at)));
+  };
+  // Preloaded data is gathered one step ahead on a thread of its own; each
+  // epoch's first batches while the epoch before is evaluated.
+  std::unique_ptr<PreloadedBatches> preloaded;
+  const auto start_preloaded_epoch = [&](int epoch, int64_t at) {
+    std::vector<int64_t> order(examples);
+    std::iota(order.begin(), order.end(), 0);
+    std::mt19937_64 shuffle(opt.seed * 1000003 + static_cast<uint64_t>(epoch));
+    std::shuffle(order.begin(), order.end(), shuffle);
+    std::vector<PreloadedBatches::Range> ranges;
+    for (size_t s = first_step_at(at); s < steps; ++s) {
+      const size_t begin = s * global_batch + row_offset;
+      ranges.emplace_back(begin, std::min(examples, begin + static_cast<size_t>(opt.batch)));
+    }
+    preloaded->StartEpoch(std::move(order), std::move(ranges));
+  };
+  if (!pipelined) {
+    preloaded = std::make_unique<PreloadedBatches>(train, PreloadedBatches::Options{opt.prefetch});
+    start_preloaded_epoch(1, 0);
+  }
   int64_t global_step = 0;
   TrainerClient::Counters sent_before;  // the client's counters at the start of the epoch
   for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
-    if (!pipelined) {
-      std::iota(order.begin(), order.end(), 0);
-      std::mt19937_64 shuffle(opt.seed * 1000003 + static_cast<uint64_t>(epoch));
-      std::shuffle(order.begin(), order.end(), shuffle);
-    }
-    const size_t steps = StepsPerEpoch(opt, examples, trainers);
-    const size_t first_step =
-        std::min(steps, static_cast<size_t>(std::max<int64_t>(0, start_step - global_step)));
+    const size_t first_step = first_step_at(global_step);
     if (first_step > 0) global_step += static_cast<int64_t>(first_step);
     double loss_sum = 0;
     int64_t samples = 0;
-    Tensor images, labels;
+    PreloadedBatches::Batch batch;
     const auto start = std::chrono::steady_clock::now();
     double seconds = 0;
     for (size_t s = first_step; s < steps; ++s) {
-      const size_t begin = s * global_batch + row_offset;
-      const size_t end = std::min(examples, begin + static_cast<size_t>(opt.batch));
       std::vector<Tensor> out;
       if (trace && global_step == opt.trace_skip) trace->Start();
       if (trace && global_step == opt.trace_skip + opt.trace_steps) trace->Stop();
@@ -423,12 +421,15 @@ int Train(const TrainOptions& opt) {
       if (pipelined) {
         out = step->Run({}, {model.loss.name});  // the read op takes the batch
       } else {
-        GatherBatch(train, order, begin, end, &images, &labels);
-        out =
-            step->Run({{model.image.name, images}, {model.label.name, labels}}, {model.loss.name});
+        RILL_CHECK(preloaded->Next(&batch), kInternal, "preloaded batches of epoch ", epoch,
+                   " ended before step ", s);
+        out = step->Run({{model.image.name, batch.images}, {model.label.name, batch.labels}},
+                        {model.loss.name});
       }
       loss_sum += out[0].GetAsDouble(0);
-      samples += static_cast<int64_t>(end - begin);
+      const size_t begin = s * global_batch + row_offset;
+      samples +=
+          static_cast<int64_t>(std::min(examples, begin + static_cast<size_t>(opt.batch)) - begin);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (tty && (s % 20 == 0 || s + 1 == steps)) {
         DrawProgress(epoch, s + 1, steps, loss_sum / static_cast<double>(s + 1 - first_step),
@@ -447,6 +448,13 @@ int Train(const TrainOptions& opt) {
       seen = now;
       // The next epoch decodes while this one is evaluated: its first step finds its batch.
       if (epoch < opt.epochs) pipeline->StartEpoch(epoch + 1);
+    } else {
+      const PreloadedBatches::Counters now = preloaded->counters();
+      input = {now.batches - seen.batches, now.ready - seen.ready, now.waited - seen.waited,
+               now.wait_ns - seen.wait_ns, now.batches - seen.batches};
+      seen = {now.batches, now.ready, now.waited, now.wait_ns, now.batches};
+      batch = {};  // the ring may reuse its buffers
+      if (epoch < opt.epochs) start_preloaded_epoch(epoch + 1, global_step);
     }
     eval->Refresh();
     const Evaluation result = Evaluate(*eval, test, model);
@@ -633,7 +641,9 @@ Command AddTrainCommand(CLI::App& rill) {
   app->add_option("--decode-threads", opt->decode_threads, "pipeline decode threads")
       ->type_name("N")
       ->check(AtLeast(1));
-  app->add_option("--prefetch", opt->prefetch, "batches buffered per place by the pipeline")
+  app->add_option("--prefetch", opt->prefetch,
+                  "batches prepared ahead of the step: per place by the pipeline, whole\n"
+                  "batches gathered by a thread of their own for preloaded input")
       ->type_name("N")
       ->check(AtLeast(0));
   app->add_option("--save", opt->save, "write a checkpoint of all persistable variables at the end")
