@@ -2,6 +2,8 @@
 
 #include <cblas.h>
 
+#include "ops/math/gemm_recorder.h"
+
 namespace rill {
 namespace {
 
@@ -20,6 +22,7 @@ bool HandledAsEmpty(int64_t m, int64_t n, int64_t k, T beta, T* c) {
 template <>
 void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha,
                  const float* a, const float* b, float beta, float* c) {
+  GemmRecorder::Record({trans_a, trans_b, m, n, k, beta != 0.0f, false});
   if (HandledAsEmpty(m, n, k, beta, c)) return;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
@@ -30,6 +33,7 @@ void Gemm<float>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, fl
 template <>
 void Gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, double alpha,
                   const double* a, const double* b, double beta, double* c) {
+  GemmRecorder::Record({trans_a, trans_b, m, n, k, beta != 0.0, true});
   if (HandledAsEmpty(m, n, k, beta, c)) return;
   cblas_dgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
               trans_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(m), static_cast<blasint>(n),
