@@ -424,6 +424,63 @@ TEST(TraceSummaryTest, TextAndJsonOutputs) {
   EXPECT_EQ(j["waits"][0]["mean_us"], 6);
 }
 
+// Two iterations on two places, times by hand (µs):
+//   iteration 0 [0, 100): place 0 kernels [10, 50) and [45, 70) (overlapping
+//     streams: one busy span [10, 70)), place 1 [20, 40) and a merge chunk
+//     [60, 80): both places [20, 40) and [60, 70) = 30; one place [10, 20),
+//     [40, 60), [70, 80) = 40; none inside [10, 80): 0; before 10, after 20.
+//   gap [100, 130) = 30 (the driver).
+//   iteration 1 [130, 200): place 0 [140, 150), place 1 [160, 190):
+//     both 0, one 40, none [150, 160) = 10; before 10, after 10.
+//   A third iteration (index 3) after a missing one: its gap is not counted.
+TEST(TraceSummaryTest, TimeSplitCutsIterationsByPlacesComputing) {
+  json events = json::array();
+  const auto iteration = [&](int index, double ts, double dur) {
+    events.push_back(Complete("iteration", "iteration " + std::to_string(index), kDriver, 0, ts,
+                              dur, {{"graph", 0}, {"iteration", index}}));
+  };
+  iteration(0, 0, 100);
+  events.push_back(Kernel(kOpA, 1, "mul", 1, 0, 0, 0, 10, 40));
+  events.push_back(Kernel(kOpB, 1, "relu", 2, 0, 1, 0, 45, 25));
+  events.push_back(Kernel(kOpC, 2, "mul", 1, 1, 0, 0, 20, 20));
+  json chunk = Kernel(kOpC, 2, "allreduce", 3, 1, 0, 0, 60, 20);
+  chunk["name"] = "allreduce chunk";
+  events.push_back(chunk);
+  events.push_back(Complete("wait", "barrier", kBarrier, 2, 40, 20,
+                            {{"graph", 0}, {"iteration", 0}, {"place", 1}}));
+  iteration(1, 130, 70);
+  events.push_back(Kernel(kOpA, 1, "mul", 1, 0, 0, 1, 140, 10));
+  events.push_back(Kernel(kOpC, 2, "mul", 1, 1, 0, 1, 160, 30));
+  iteration(3, 500, 10);
+  events.push_back(Kernel(kOpA, 1, "mul", 1, 0, 0, 3, 502, 6));
+  events.push_back(Kernel(kOpC, 2, "mul", 1, 1, 0, 3, 502, 6));
+  events.push_back(Kernel(kOpA, 1, "mul", 1, 0, 0, 7, 900, 5));  // no such iteration traced
+  const json doc = {{"traceEvents", events}};
+  const std::optional<ParallelSplit> t = SplitParallelTime(ParseTrace(doc.dump(), "split.json"), 0);
+  ASSERT_TRUE(t.has_value());
+  EXPECT_EQ(t->iterations, 3);
+  EXPECT_EQ(t->places, 2);
+  EXPECT_DOUBLE_EQ(t->all_places_us, 30 + 0 + 6);
+  EXPECT_DOUBLE_EQ(t->some_places_us, 40 + 40);
+  EXPECT_DOUBLE_EQ(t->no_place_us, 0 + 10);
+  EXPECT_DOUBLE_EQ(t->before_first_us, 10 + 10 + 2);
+  EXPECT_DOUBLE_EQ(t->after_last_us, 20 + 10 + 2);
+  EXPECT_DOUBLE_EQ(t->between_us, 30);
+  EXPECT_DOUBLE_EQ(t->total_us, 100 + 30 + 70 + 10);
+  EXPECT_DOUBLE_EQ(t->kernel_us, 40 + 25 + 20 + 20 + 10 + 30 + 6 + 6);
+  EXPECT_DOUBLE_EQ(t->merge_us, 20);
+  EXPECT_DOUBLE_EQ(t->barrier_us, 20);
+  EXPECT_NEAR(t->serial_fraction(), 1 - 36.0 / 210.0, 1e-12);
+  EXPECT_FALSE(SplitParallelTime(ParseTrace(doc.dump(), "split.json"), 5).has_value());
+
+  const Summary s = Summarize(ParseTrace(doc.dump(), "split.json"), {});
+  std::ostringstream text;
+  WriteSummaryText(s, 10, text);
+  EXPECT_NE(text.str().find("time split of graph 0: 3 iterations on 2 places"), std::string::npos)
+      << text.str();
+  EXPECT_DOUBLE_EQ(SummaryToJson(s, 10)["time_split"]["between_us"].get<double>(), 30);
+}
+
 TEST(TraceFileTest, MalformedInputFailsNamingTheFile) {
   std::string message = ErrorOf(
       [] { ParseTrace("{\"traceEvents\": [\n  {\"ph\": }]}", "bad.json"); }, ErrorCode::kParse);

@@ -226,6 +226,7 @@ Summary Summarize(const Trace& trace, const SummaryOptions& options) {
   summary.ops = Ops(trace, &summary.kernel_us);
   summary.iterations = Iterations(trace, options.graph);
   AddCriticalPath(trace, options, &summary);
+  summary.time_split = SplitParallelTime(trace, options.graph);
   return summary;
 }
 

@@ -31,6 +31,9 @@
 //                  or null; start_us is from the iteration's start; via: "edge", "stream"
 //                  or "" (trace_critical_path.h)
 //   critical_path_note: why critical_path is null (absent otherwise)
+//   time_split: {graph, iterations, places, total_us, between_us, before_first_us,
+//               after_last_us, all_places_us, some_places_us, no_place_us, kernel_us,
+//               merge_us, barrier_us, serial_fraction} or null (trace_parallel_split.h)
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,7 @@
 
 #include "tools/rill/trace_critical_path.h"
 #include "tools/rill/trace_file.h"
+#include "tools/rill/trace_parallel_split.h"
 
 namespace rill::trace {
 
@@ -131,6 +135,7 @@ struct Summary {
   std::optional<IterationStats> iterations;
   std::optional<CriticalPath> critical_path;
   std::string critical_path_note;  // why there is none
+  std::optional<ParallelSplit> time_split;
 };
 
 // Throws rill::Error kNotFound for a graph or iteration the options ask for

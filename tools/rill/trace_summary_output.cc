@@ -115,6 +115,27 @@ void WriteOps(const Summary& s, int top, std::ostream& out) {
   }
 }
 
+void WriteTimeSplit(const Summary& s, std::ostream& out) {
+  if (!s.time_split) return;
+  const ParallelSplit& t = *s.time_split;
+  out << Format(
+      "\ntime split of graph %lld: %lld iterations on %lld places, and the gaps between them\n",
+      static_cast<long long>(t.graph), static_cast<long long>(t.iterations),
+      static_cast<long long>(t.places));
+  const std::pair<const char*, double> rows[] = {
+      {"all places compute", t.all_places_us},    {"some places compute", t.some_places_us},
+      {"no place computes", t.no_place_us},       {"before the first kernel", t.before_first_us},
+      {"after the last kernel", t.after_last_us}, {"between iterations", t.between_us}};
+  for (const auto& [name, us] : rows) {
+    out << Format("  %-24s %10.3f ms  %6s\n", name, us / 1000, Percent(us / t.total_us).c_str());
+  }
+  out << Format(
+      "serial fraction %s (all but \"all places compute\"); of %.3f ms of place kernels, "
+      "merge chunks %.3f ms; places waited %.3f ms at merge barriers\n",
+      Percent(t.serial_fraction()).c_str(), t.kernel_us / 1000, t.merge_us / 1000,
+      t.barrier_us / 1000);
+}
+
 void WriteCriticalPath(const Summary& s, std::ostream& out) {
   if (s.iterations) {
     const IterationStats& it = *s.iterations;
@@ -195,6 +216,7 @@ void WriteSummaryText(const Summary& s, int top, std::ostream& out) {
   WriteMessagesAndWaits(s, out);
   WriteOps(s, top, out);
   WriteCriticalPath(s, out);
+  WriteTimeSplit(s, out);
 }
 
 json SummaryToJson(const Summary& s, int top) {
@@ -265,6 +287,24 @@ json SummaryToJson(const Summary& s, int top) {
     out["iterations"] = {
         {"graph", it.graph},         {"count", it.count},       {"median_us", Us(it.median_us)},
         {"mean_us", Us(it.mean_us)}, {"min_us", Us(it.min_us)}, {"max_us", Us(it.max_us)}};
+  }
+  out["time_split"] = nullptr;
+  if (s.time_split) {
+    const ParallelSplit& t = *s.time_split;
+    out["time_split"] = {{"graph", t.graph},
+                         {"iterations", t.iterations},
+                         {"places", t.places},
+                         {"total_us", Us(t.total_us)},
+                         {"between_us", Us(t.between_us)},
+                         {"before_first_us", Us(t.before_first_us)},
+                         {"after_last_us", Us(t.after_last_us)},
+                         {"all_places_us", Us(t.all_places_us)},
+                         {"some_places_us", Us(t.some_places_us)},
+                         {"no_place_us", Us(t.no_place_us)},
+                         {"kernel_us", Us(t.kernel_us)},
+                         {"merge_us", Us(t.merge_us)},
+                         {"barrier_us", Us(t.barrier_us)},
+                         {"serial_fraction", Share(t.serial_fraction())}};
   }
   out["critical_path"] = nullptr;
   if (s.critical_path) {

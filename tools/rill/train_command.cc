@@ -158,6 +158,17 @@ double Round(double value, int decimals) {
   return std::round(value * scale) / scale;
 }
 
+// CPU time (user + system) of the process so far, in seconds: over a wall
+// interval, how many cores it kept busy, decode and gather threads included.
+double ProcessCpuSeconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
 // Peak resident memory of the process so far, in MiB.
 double PeakRssMiB() {
   rusage usage{};
@@ -411,6 +422,7 @@ int Train(const TrainOptions& opt) {
     int64_t samples = 0;
     PreloadedBatches::Batch batch;
     const auto start = std::chrono::steady_clock::now();
+    const double cpu_start = ProcessCpuSeconds();
     double seconds = 0;
     for (size_t s = first_step; s < steps; ++s) {
       std::vector<Tensor> out;
@@ -436,6 +448,7 @@ int Train(const TrainOptions& opt) {
                      static_cast<double>(samples) / std::max(seconds, 1e-9));
       }
     }
+    const double cpu_seconds = ProcessCpuSeconds() - cpu_start;
     if (tty) std::fprintf(stderr, "\n");
     const double train_loss =
         loss_sum / static_cast<double>(std::max<size_t>(steps - first_step, 1));
@@ -476,6 +489,9 @@ int Train(const TrainOptions& opt) {
           {"test_accuracy", Round(result.accuracy, 4)},
           {"samples_per_sec", Round(rate, 1)},
           {"seconds", Round(seconds, 3)},
+          // Of the training steps (evaluation excluded): user + system CPU over wall.
+          {"cpu_seconds", Round(cpu_seconds, 3)},
+          {"cores_used", Round(cpu_seconds / std::max(seconds, 1e-9), 2)},
           {"peak_rss_mib", Round(PeakRssMiB(), 1)},
           {"peak_tensor_mib",
            Round(static_cast<double>(BufferPool::Instance().Stats().peak_in_use_bytes) / (1 << 20),
