@@ -1,40 +1,131 @@
 #!/usr/bin/env bash
-# Data parallelism on CPU places, in one command: `rill train` at batch 256 on
-# one place and on two, for the MLP and the CNN, side by side, and the peak
-# tensor memory of the AllReduce and Reduce strategies. Each run sets OpenBLAS
-# to one thread per place (--blas-threads 1), so one place uses one core and
-# two places two.
-# Usage: tools/bench/data_parallel.sh [MLP steps, default 300] [CNN steps, default 30]
+# Data parallelism on CPU places, in one command. Per model (the MLP at batch
+# 256, the CNN at batch 64) and input (pipeline, preloaded), `rill train` on
+# one place and on two, alternated (1, 2, 1, 2, ...) PAIRS times, OpenBLAS at
+# one thread per place (--blas-threads 1). Each run trains two epochs of at
+# most STEPS steps; the figure is the second epoch (the first also pays for
+# first touches of the data and the buffers, reported beside it). Prints per
+# configuration the median samples/s with its spread (min-max), the cores the
+# process kept busy (getrusage user + system over wall, decode and gather
+# threads included: "cpu:1" is not quietly using a second core), the median of
+# the pairs' 2-place / 1-place ratios, and preloaded / pipeline per place count.
+#
+# Then, from one traced run per place count (rill trace summarize's time
+# split), where a step's time goes, its serial fraction, and a projection past
+# the two cores this machine has (actors/README.md, "Data-parallel scaling"):
+#   T(P) = S + C * g / P + M
+# with C the compute kernels of a one-place step, g how much slower the same
+# kernels ran with two places running (memory bandwidth shared), S the time
+# no place computes and the driver's (between iterations, before the first
+# and after the last kernel), M a place's share of the merge (allreduce
+# chunks, about constant in P: each place reduces 1/P of the gradients from
+# P copies). Last, cpu:4 and cpu:8 on the MLP (oversubscribed here: it shows
+# whether anything grows worse than linearly with places), and the peak
+# tensor memory of the AllReduce and Reduce strategies on two places.
+# Usage: tools/bench/data_parallel.sh [PAIRS, default 5] [MLP STEPS, default 235] [CNN STEPS, default 30]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-mlp_steps=${1:-300}
-cnn_steps=${2:-30}
-bash tools/build.sh >/dev/null
-rill="${RILL_BUILD_DIR:-build}/tools/rill/rill"
+pairs=${1:-5}
+mlp_steps=${2:-235}
+cnn_steps=${3:-30}
+build_dir=${RILL_BUILD_DIR:-build}
+RILL_TARGETS=rill_cli bash tools/build.sh >/dev/null
+echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores before the runs"
+export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
+trace_dir=$(mktemp -d)
+trap 'rm -rf "$trace_dir"' EXIT
 
-run() {  # model steps places strategy -> one JSON line
-  "$rill" train --model "$1" --batch 256 --epochs 1 --max-steps "$2" --places "$3" \
-    --strategy "$4" --blas-threads 1 --json
-}
-field() { python3 -c "import json,sys; print(json.loads(sys.stdin.read())['$1'])"; }
+/usr/bin/python3 - "$build_dir/tools/rill/rill" "$pairs" "$mlp_steps" "$cnn_steps" "$trace_dir" <<'PY'
+import json, statistics, subprocess, sys
+rill, pairs, mlp_steps, cnn_steps, trace_dir = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+models = [("mlp", 256, mlp_steps), ("cnn", 64, cnn_steps)]
+inputs = ["pipeline", "preloaded"]
 
-printf '%-5s %-9s %-8s %12s %16s %10s\n' model strategy places samples/s "peak tensor MiB" test_acc
-for model in mlp cnn; do
-  steps=$mlp_steps
-  if [[ $model == cnn ]]; then steps=$cnn_steps; fi
-  declare -A rate
-  for strategy in allreduce reduce; do
-    for places in cpu cpu:2; do
-      line=$(run "$model" "$steps" "$places" "$strategy")
-      r=$(echo "$line" | field samples_per_sec)
-      rate[$strategy.$places]=$r
-      printf '%-5s %-9s %-8s %12.0f %16s %10s\n' "$model" "$strategy" "$places" "$r" \
-        "$(echo "$line" | field peak_tensor_mib)" "$(echo "$line" | field test_accuracy)"
-    done
-  done
-  for strategy in allreduce reduce; do
-    awk -v m="$model" -v s="$strategy" -v a="${rate[$strategy.cpu]}" -v b="${rate[$strategy.cpu:2]}" \
-      'BEGIN { printf "%s %s: 2 places / 1 place = %.2fx (target 1.8x)\n", m, s, b / a }'
-  done
-  unset rate
-done
+def train(model, batch, steps, places, source, extra=()):
+    cmd = [rill, "train", "--model", model, "--batch", str(batch), "--epochs", "2", "--max-steps",
+           steps, "--places", places, "--blas-threads", "1", "--input", source, "--json", *extra]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+def spread(values):
+    return f"{statistics.median(values):>9.0f} ({min(values):.0f}-{max(values):.0f})"
+
+print(f"\n{'model':<5} {'input':<10} {'places':<6} {'samples/s, epoch 2':>26} {'epoch 1':>9} "
+      f"{'cores':>6}   2 places / 1, per pair")
+medians = {}
+for model, batch, steps in models:
+    for source in inputs:
+        runs = {"cpu": [], "cpu:2": []}
+        for _ in range(pairs):
+            for places in ("cpu", "cpu:2"):
+                runs[places].append(train(model, batch, steps, places, source))
+        ratios = [b[-1]["samples_per_sec"] / a[-1]["samples_per_sec"]
+                  for a, b in zip(runs["cpu"], runs["cpu:2"])]
+        for places in ("cpu", "cpu:2"):
+            last = [r[-1]["samples_per_sec"] for r in runs[places]]
+            first = [r[0]["samples_per_sec"] for r in runs[places]]
+            cores = statistics.median(r[-1]["cores_used"] for r in runs[places])
+            medians[(model, source, places)] = statistics.median(last)
+            tail = ""
+            if places == "cpu:2":
+                tail = (f"   median {statistics.median(ratios):.2f}x "
+                        f"({min(ratios):.2f}-{max(ratios):.2f}; target >= 1.75x)")
+            print(f"{model:<5} {source:<10} {places:<6} {spread(last):>26} "
+                  f"{statistics.median(first):>9.0f} {cores:>6.2f}{tail}", flush=True)
+    for places in ("cpu", "cpu:2"):
+        ratio = medians[(model, "preloaded", places)] / medians[(model, "pipeline", places)]
+        print(f"{model} {places}: preloaded / pipeline = {ratio:.2f} (target >= 1.0)")
+
+def split(model, batch, steps, places):
+    path = f"{trace_dir}/{model}-{places.replace(':', '')}.json"
+    # Up to 20 steps inside the first epoch, past its first quarter (warm-up);
+    # the second epoch's are not traced (--trace-steps counts global steps).
+    skip = max(1, int(steps) // 4)
+    count = max(1, min(20, int(steps) - skip - 1))
+    train(model, batch, steps, places, "pipeline",
+          ["--trace", path, "--trace-skip", str(skip), "--trace-steps", str(count)])
+    out = subprocess.run([rill, "trace", "summarize", "--json", path], check=True,
+                         capture_output=True, text=True).stdout
+    t = json.loads(out)["time_split"]
+    n = t["iterations"]
+    return {k: (v / n if k.endswith("_us") else v) for k, v in t.items()}
+
+print("\ntime split of a traced step (pipeline input, µs per step)")
+print(f"{'model':<5} {'places':<6} {'step':>8} {'all':>8} {'some':>8} {'none':>8} {'driver':>8} "
+      f"{'compute':>8} {'merge':>7} {'serial':>7}")
+projection = []
+for model, batch, steps in models:
+    s = {p: split(model, batch, steps, p) for p in ("cpu", "cpu:2")}
+    for places, t in s.items():
+        driver = t["between_us"] + t["before_first_us"] + t["after_last_us"]
+        compute = t["kernel_us"] - t["merge_us"]
+        print(f"{model:<5} {places:<6} {t['total_us']:>8.0f} {t['all_places_us']:>8.0f} "
+              f"{t['some_places_us']:>8.0f} {t['no_place_us']:>8.0f} {driver:>8.0f} "
+              f"{compute:>8.0f} {t['merge_us']:>7.0f} {100 * t['serial_fraction']:>6.1f}%")
+    one, two = s["cpu"], s["cpu:2"]
+    C = one["kernel_us"] - one["merge_us"]
+    g = (two["kernel_us"] - two["merge_us"]) / C
+    S = two["between_us"] + two["before_first_us"] + two["after_last_us"] + two["no_place_us"]
+    M = two["merge_us"] / 2
+    T1 = one["total_us"]
+    model_T = lambda P: S + C * g / P + M
+    measured = T1 / two["total_us"]
+    cells = ", ".join(f"cpu:{P} {T1 / model_T(P):.2f}x" for P in (2, 4, 8, 16, 32))
+    projection.append(f"{model}: C {C:.0f} µs, g {g:.2f}, S {S:.0f} µs, M {M:.0f} µs; traced "
+                      f"cpu:2 {measured:.2f}x; projected {cells}")
+print("\nprojection T(P) = S + C * g / P + M, speedup T(1) / T(P) (T(1) the traced one-place step)")
+for line in projection:
+    print(" ", line)
+
+print("\nmore places than cores (MLP, pipeline, oversubscribed on this machine)")
+for places in ("cpu", "cpu:2", "cpu:4", "cpu:8"):
+    r = train("mlp", 256, mlp_steps, places, "pipeline")
+    print(f"  {places:<6} {r[-1]['samples_per_sec']:>9.0f} samples/s, {r[-1]['cores_used']:.2f} cores, "
+          f"{r[-1]['merges_per_step']} merges per step", flush=True)
+
+print("\npeak tensor memory on two places, by strategy (MLP)")
+for strategy in ("allreduce", "reduce"):
+    r = train("mlp", 256, mlp_steps, "cpu:2", "pipeline", ["--strategy", strategy])
+    print(f"  {strategy:<9} {r[-1]['peak_tensor_mib']} MiB, {r[-1]['samples_per_sec']:.0f} samples/s, "
+          f"test accuracy {r[-1]['test_accuracy']}")
+PY

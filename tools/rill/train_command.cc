@@ -57,6 +57,7 @@ struct TrainOptions {
   std::string gradient_compression = "none";
   int threads = 0;  // 0: one per place
   int blas_threads = 0;
+  int spin_us = -1;  // -1: ExecutionStrategy's default
   std::string save;
   std::string resume;
   bool json = false;
@@ -361,6 +362,7 @@ int Train(const TrainOptions& opt) {
     ExecutionStrategy strategy;
     strategy.num_threads = threads;
     strategy.blas_threads = blas;
+    if (opt.spin_us >= 0) strategy.spin_before_sleep = std::chrono::microseconds(opt.spin_us);
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
@@ -648,6 +650,11 @@ Command AddTrainCommand(CLI::App& rill) {
       ->check(AtLeast(0));
   app->add_option("--blas-threads", opt->blas_threads, "OpenBLAS threads (0: cores / --threads)")
       ->type_name("N");
+  app->add_option("--spin-us", opt->spin_us,
+                  "how long an idle executor thread polls for work before it sleeps\n"
+                  "(default: the executor's own choice)")
+      ->type_name("US")
+      ->check(AtLeast(0));
   app->add_option("--input", opt->input,
                   "stream training batches through the input pipeline (decoded on\n"
                   "their own threads, prefetched per place, taken by a read op) or feed\n"
