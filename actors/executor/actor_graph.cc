@@ -136,8 +136,12 @@ void ActorGraph::MakeParts(SsaGraph ssa, VarIndex declared) {
   async_ = std::make_unique<AsyncOps>(*this, *built_, *runtime_);
   merges_ =
       std::make_unique<MergeScheduler>(*this, *built_, streams_, *devices_, *merger_, *tracer_);
-  drainer_ =
-      std::make_unique<StreamDrainer>(*this, streams_, strategy_.spin_before_sleep, shut_down_);
+  // The runtime's workers and the thread that calls Run all drain streams.
+  const bool oversubscribed = strategy_.linger_poll == LingerPoll::kYield ||
+                              (strategy_.linger_poll == LingerPoll::kAuto &&
+                               runtime_->threads() + 1 > Runtime::HardwareThreads());
+  drainer_ = std::make_unique<StreamDrainer>(*this, streams_, strategy_.spin_before_sleep,
+                                             oversubscribed, shut_down_);
   watchdog_ = std::make_unique<Watchdog>(*built_, streams_, slots_, *async_, strategy_,
                                          [this](IterationSlot& slot, const std::string& why) {
                                            Abort(slot, ErrorCode::kTimeout, why);

@@ -18,7 +18,8 @@ inline void CpuRelax() {
 
 }  // namespace
 
-Linger::Linger(std::chrono::microseconds limit) : limit_(limit), idle_since_(Clock::now()) {}
+Linger::Linger(std::chrono::microseconds limit, bool yield)
+    : limit_(limit), yield_(yield), idle_since_(Clock::now()) {}
 
 void Linger::Worked() {
   spins_ = 0;
@@ -26,14 +27,24 @@ void Linger::Worked() {
 }
 
 bool Linger::Wait() {
+  if (yield_) {
+    // A yield costs a system call, more than a clock read.
+    std::this_thread::yield();
+    return Clock::now() - idle_since_ <= limit_;
+  }
   CpuRelax();
   // The clock is read once every 64 pauses: a read costs more than a pause.
   return ++spins_ % 64 != 0 || Clock::now() - idle_since_ <= limit_;
 }
 
 StreamDrainer::StreamDrainer(ActorGraph& graph, const std::vector<std::unique_ptr<Stream>>& streams,
-                             std::chrono::microseconds linger, const std::atomic<bool>& shut_down)
-    : graph_(graph), streams_(streams), linger_(linger), shut_down_(shut_down) {}
+                             std::chrono::microseconds linger, bool oversubscribed,
+                             const std::atomic<bool>& shut_down)
+    : graph_(graph),
+      streams_(streams),
+      linger_(linger),
+      oversubscribed_(oversubscribed),
+      shut_down_(shut_down) {}
 
 bool StreamDrainer::RunAvailable(Stream& stream) {
   bool ran = false;
@@ -47,7 +58,7 @@ bool StreamDrainer::RunAvailable(Stream& stream) {
 void StreamDrainer::Drain(Stream& stream) {
   if (!stream.TryClaim()) return;
   do {
-    Linger linger(linger_);
+    Linger linger(linger_, oversubscribed_);
     while (true) {
       if (RunAvailable(stream)) {
         linger.Worked();
@@ -65,7 +76,7 @@ void StreamDrainer::Help(const IterationSlot& slot, uint32_t generation, bool ho
   };
   Stream& home = *streams_[0];
   bool holding = holding_home;
-  Linger linger(linger_);
+  Linger linger(linger_, oversubscribed_);
   while (!done()) {
     bool worked = false;
     if (!holding) holding = home.TryClaim();

@@ -10,7 +10,10 @@
 // for ExecutionStrategy::spin_before_sleep, because more work usually follows
 // within microseconds (the rest of the iteration, or the next one of a
 // training loop), and a hand-off to a stream that is still claimed costs a
-// queue push instead of a thread's wake-up.
+// queue push instead of a thread's wake-up. When the runtime's threads and
+// the caller outnumber the cores, a spinning thread would hold a core that a
+// place with work needs: it then yields the core at each poll instead of
+// pausing (Linger's `yield`).
 #pragma once
 
 #include <atomic>
@@ -26,11 +29,12 @@ namespace rill {
 class ActorGraph;
 struct IterationSlot;
 
-// An idle drainer's patience: spins (pausing the CPU) until nothing arrived
-// for `limit`.
+// An idle drainer's patience: polls until nothing arrived for `limit`,
+// pausing the CPU between polls, or with `yield` giving the core to any other
+// runnable thread.
 class Linger {
  public:
-  explicit Linger(std::chrono::microseconds limit);
+  Linger(std::chrono::microseconds limit, bool yield);
   // Work came: the patience starts over.
   void Worked();
   // Pauses once; false once idle for longer than the limit.
@@ -39,6 +43,7 @@ class Linger {
  private:
   using Clock = std::chrono::steady_clock;
   const std::chrono::microseconds limit_;
+  const bool yield_;
   Clock::time_point idle_since_;
   int spins_ = 0;
 };
@@ -46,9 +51,11 @@ class Linger {
 class StreamDrainer {
  public:
   // Runs tasks of `streams` through `graph` (ActorGraph::Invoke). Stops
-  // lingering at once when `shut_down` is set.
+  // lingering at once when `shut_down` is set; `oversubscribed`: more
+  // threads may drain than there are cores (lingering yields).
   StreamDrainer(ActorGraph& graph, const std::vector<std::unique_ptr<Stream>>& streams,
-                std::chrono::microseconds linger, const std::atomic<bool>& shut_down);
+                std::chrono::microseconds linger, bool oversubscribed,
+                const std::atomic<bool>& shut_down);
 
   // A stream actor was woken: drains `stream` unless another thread holds it.
   void Drain(Stream& stream);
@@ -70,6 +77,7 @@ class StreamDrainer {
   ActorGraph& graph_;
   const std::vector<std::unique_ptr<Stream>>& streams_;
   const std::chrono::microseconds linger_;
+  const bool oversubscribed_;
   const std::atomic<bool>& shut_down_;
 };
 

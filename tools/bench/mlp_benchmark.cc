@@ -5,8 +5,9 @@
 // not timed; then steps run for the given seconds, each timed alone. Prints
 // per batch size:
 //   rill batch=B samples_per_sec=S median_step_ms=M steps=N first_loss=L0
-//        last_loss=L1 pixel_sum=P label_sum=Y model=NAME
-// (one line; S = timed steps * B / their wall time, M the median step).
+//        last_loss=L1 pixel_sum=P label_sum=Y model=NAME allocations_per_step=A
+// (one line; S = timed steps * B / their wall time, M the median step, A the
+// tensor buffers a step takes from the buffer pool).
 //
 // --bound also prints the step's GEMM-only bound: the matrix products one
 // training step makes (recorded from the step itself: the MLP's 8, and the
@@ -28,6 +29,7 @@
 #include "ops/math/gemm_recorder.h"
 #include "rill/executor.h"
 #include "rill/optimizer.h"
+#include "runtime/core/buffer_pool.h"
 #include "runtime/device/blas_threads.h"
 #include "tools/bench/fashion_batches.h"
 #include "tools/rill/models.h"
@@ -115,12 +117,18 @@ void Measure(const std::string& model_name, int batch, double seconds, bool boun
     step(1);
     calls = recorder.calls();
   }
+  const BufferPoolStats pool_before = BufferPool::Instance().Stats();
   const Timing t = TimeSteps(batch, seconds, step);
+  const BufferPoolStats pool_after = BufferPool::Instance().Stats();
+  // Tensor allocations a step makes (from the pool's cache or fresh), warm-up included.
+  const double allocations = static_cast<double>(pool_after.reuses + pool_after.fresh -
+                                                 pool_before.reuses - pool_before.fresh) /
+                             static_cast<double>(t.steps + 20);
   std::printf(
       "rill batch=%d samples_per_sec=%.0f median_step_ms=%.4f steps=%zu first_loss=%.4f "
-      "last_loss=%.4f pixel_sum=%.3f label_sum=%lld model=%s\n",
+      "last_loss=%.4f pixel_sum=%.3f label_sum=%lld model=%s allocations_per_step=%.1f\n",
       batch, t.samples_per_sec, t.median_step_ms, t.steps, first_loss, last_loss, data.pixel_sum,
-      static_cast<long long>(data.label_sum), model_name.c_str());
+      static_cast<long long>(data.label_sum), model_name.c_str(), allocations);
   if (bound) {
     double gflop = 0;
     const Timing g = TimeProducts(batch, seconds, calls, &gflop);

@@ -58,6 +58,7 @@ struct TrainOptions {
   int threads = 0;  // 0: one per place
   int blas_threads = 0;
   int spin_us = -1;  // -1: ExecutionStrategy's default
+  std::string linger = "auto";
   std::string save;
   std::string resume;
   bool json = false;
@@ -363,6 +364,9 @@ int Train(const TrainOptions& opt) {
     strategy.num_threads = threads;
     strategy.blas_threads = blas;
     if (opt.spin_us >= 0) strategy.spin_before_sleep = std::chrono::microseconds(opt.spin_us);
+    strategy.linger_poll = opt.linger == "pause"   ? LingerPoll::kPause
+                           : opt.linger == "yield" ? LingerPoll::kYield
+                                                   : LingerPoll::kAuto;
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
@@ -655,6 +659,11 @@ Command AddTrainCommand(CLI::App& rill) {
                   "(default: the executor's own choice)")
       ->type_name("US")
       ->check(AtLeast(0));
+  app->add_option("--linger", opt->linger,
+                  "how an idle executor thread polls meanwhile: pause the CPU, yield\n"
+                  "the core, or auto (yield when the executor's threads and the\n"
+                  "driver outnumber the cores)")
+      ->check(CLI::IsMember({"auto", "pause", "yield"}));
   app->add_option("--input", opt->input,
                   "stream training batches through the input pipeline (decoded on\n"
                   "their own threads, prefetched per place, taken by a read op) or feed\n"

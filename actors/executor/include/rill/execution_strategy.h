@@ -25,6 +25,18 @@ enum class DependencyWait {
   kStreamSync,
 };
 
+// How an idle executor thread polls for work while it lingers.
+enum class LingerPoll {
+  // kYield when the runtime's threads and the thread that calls Run outnumber
+  // the machine's cores, else kPause.
+  kAuto,
+  // Pauses the CPU between polls: the quickest to see new work, but the core
+  // stays busy.
+  kPause,
+  // Gives the core to any other runnable thread between polls (a system call).
+  kYield,
+};
+
 struct ExecutionStrategy {
   // Threads that run kernels, which is also the number of streams of each CPU
   // place (at most this many ops run at once per place). 0: the machine's cores.
@@ -45,6 +57,7 @@ struct ExecutionStrategy {
   // polling for work before it lets its thread sleep: back-to-back training
   // steps then find their threads awake. 0: sleep at once.
   std::chrono::microseconds spin_before_sleep{200};
+  LingerPoll linger_poll = LingerPoll::kAuto;
   // Free an intermediate variable's buffer once its last reader has run, for
   // variables estimated to hold at least release_min_bytes.
   bool release_memory_early = true;
