@@ -204,6 +204,10 @@ void BindTraining(py::module_& module) {
   py::class_<Adam, Optimizer>(module, "Adam")
       .def(py::init<float, float, float, float>(), py::arg("learning_rate"),
            py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f, py::arg("epsilon") = 1e-8f);
+  py::class_<AdamW, Adam>(module, "AdamW")
+      .def(py::init<float, float, float, float, float>(), py::arg("learning_rate"),
+           py::arg("weight_decay") = 0.01f, py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f,
+           py::arg("epsilon") = 1e-8f);
 }
 
 }  // namespace

@@ -8,6 +8,9 @@ import numpy
 class Adam(Optimizer):
     def __init__(self: Adam, learning_rate: float, beta1: float = ..., beta2: float = ..., epsilon: float = ...) -> None: ...
 
+class AdamW(Adam):
+    def __init__(self: AdamW, learning_rate: float, weight_decay: float = ..., beta1: float = ..., beta2: float = ..., epsilon: float = ...) -> None: ...
+
 class Builder:
     """Appends layers to a main and a startup program (rill/builder.h)."""
     def __init__(self: Builder, main: Program, startup: Program, seed: int = ...) -> None: ...
