@@ -154,6 +154,9 @@ void BindBuilder(py::module_& module) {
              return b.BatchNorm(x, ParseActivation(act), momentum, epsilon);
            })
       .def("layer_norm", &B::LayerNorm)
+      .def("softmax", py::overload_cast<const Var&, int>(&B::Softmax))
+      .def("masked_softmax", &B::MaskedSoftmax)
+      .def("matmul", &B::MatMul)
       .def("embedding",
            [](B& b, const Var& ids, int64_t vocab, int64_t dim, const std::string& dtype,
               bool is_sparse) {

@@ -97,6 +97,17 @@ const std::map<std::string, std::function<void(Builder&)>>& Cases() {
          b.BatchNorm(b.Data("x", {-1, 6}), Activation::kNone, 0.5f, 1e-3f);
          b.Gelu(b.LayerNorm(image, 2, 1e-4f));
        }},
+      {"attention",
+       [](Builder& b) {
+         Var q = b.Data("q", {-1, 2, 3, 4});
+         Var k = b.Data("k", {-1, 2, 3, 4});
+         Var mask = b.Data("mask", {-1, 1, 1, 3});
+         Var scores = b.MatMul(q, k, false, true, 0.5f);
+         Var weights = b.MaskedSoftmax(scores, mask);
+         b.MatMul(weights, k);
+         b.Softmax(q, 1);
+         b.MatMul(q, b.Data("w", {4, 5}, DataType::kFloat32));
+       }},
       {"embedding",
        [](Builder& b) {
          Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
