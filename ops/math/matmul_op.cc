@@ -1,6 +1,7 @@
-// matmul: Out = alpha * op(X) * op(Y), op() transposing when asked. X and Y
-// are matrices (rank 2) or batches of matrices (rank 3, same batch); a rank-2
-// Y with a rank-3 X is shared by every matrix of the batch.
+// matmul: Out = alpha * op(X) * op(Y), op() transposing the last two dims when
+// asked. X and Y are matrices (rank 2) or batches of matrices whose batch dims
+// broadcast as numpy's matmul (matmul_batch.h): [B, H, T, D] x [B, H, D, T],
+// [B, T, D] x [D, E], [B, 1, T, D] x [B, H, D, T].
 #include <vector>
 
 #include "ops/math/binary_grad.h"
@@ -19,51 +20,53 @@ void MatmulShape(ShapeContext& ctx) {
             " but Y is ", DataTypeName(ctx.InputType("Y")), ": types differ");
   const MatmulDims d =
       ResolveMatmulDims(x, y, ctx.Attr<bool>("transpose_X"), ctx.Attr<bool>("transpose_Y"));
-  ctx.SetOutput("Out", MatmulOutShape(x, d), ctx.InputType("X"));
+  ctx.SetOutput("Out", MatmulOutShape(d), ctx.InputType("X"));
 }
 
 void MatmulKernel(KernelContext& ctx) {
   const auto product = []<class T>(const MatmulOperands& op, const T* a, const T* b, Tensor* out) {
     const MatmulDims& d = op.d;
     T* c = out->Allocate<T>(op.out_shape);
-    for (int64_t i = 0; i < d.batch; ++i) {
-      Gemm<T>(op.tx, op.ty, d.m, d.n, d.k, static_cast<T>(op.alpha), a + i * d.x_step(),
-              b + i * d.y_step(), T(0), c + i * d.out_step());
+    for (int64_t i = 0; i < d.batch.count(); ++i) {
+      Gemm<T>(op.tx, op.ty, d.m, d.n, d.k, static_cast<T>(op.alpha), a + d.x_offset(i),
+              b + d.y_offset(i), T(0), c + i * d.out_size());
     }
   };
   RunGemm(ctx, ResolveMatmul, product);
 }
 
-// Per matrix, with dO = Out@GRAD and a = alpha:
+// Per product, with dO = Out@GRAD and a = alpha:
 //   X@GRAD = a dO op(Y)^T, laid out as X (transposed back when transpose_X),
-//   Y@GRAD = a op(X)^T dO, laid out as Y; summed over the batch when Y is shared.
+//   Y@GRAD = a op(X)^T dO, laid out as Y.
+// A matrix of X (Y) read by several products (a broadcast batch dim) gets the
+// sum of their gradients, added in product order onto zeros.
 void MatmulGradKernel(KernelContext& ctx) {
   const auto grads = []<class T>(const MatmulOperands& op, const GemmGradIo<T>& io) {
     const MatmulDims& d = op.d;
     const T a = static_cast<T>(op.alpha);
     if (Tensor* dx_t = io.dx) {
       T* dx = dx_t->Allocate<T>(io.x_shape);
-      if (!io.dout) dx_t->Fill(0);
-      for (int64_t i = 0; io.dout && i < d.batch; ++i) {
-        const T* gi = io.dout + i * d.out_step();
-        const T* yi = io.y + i * d.y_step();
-        T* dxi = dx + i * d.x_step();
+      if (!io.dout || d.batch.x_reused()) dx_t->Fill(0);
+      const T beta = d.batch.x_reused() ? T(1) : T(0);
+      for (int64_t i = 0; io.dout && i < d.batch.count(); ++i) {
+        const T* gi = io.dout + i * d.out_size();
+        const T* yi = io.y + d.y_offset(i);
+        T* dxi = dx + d.x_offset(i);
         if (!op.tx) {  // dX [M, K] = dO [M, N] op(Y)^T
-          Gemm<T>(false, !op.ty, d.m, d.k, d.n, a, gi, yi, T(0), dxi);
+          Gemm<T>(false, !op.ty, d.m, d.k, d.n, a, gi, yi, beta, dxi);
         } else {  // dX [K, M] = op(Y) [K, N] dO^T
-          Gemm<T>(op.ty, true, d.k, d.m, d.n, a, yi, gi, T(0), dxi);
+          Gemm<T>(op.ty, true, d.k, d.m, d.n, a, yi, gi, beta, dxi);
         }
       }
     }
     if (Tensor* dy_t = io.dy) {
       T* dy = dy_t->Allocate<T>(io.y_shape);
-      if (!io.dout || !d.y_batched) dy_t->Fill(0);
-      for (int64_t i = 0; io.dout && i < d.batch; ++i) {
-        const T* gi = io.dout + i * d.out_step();
-        const T* xi = io.x + i * d.x_step();
-        T* dyi = dy + i * d.y_step();
-        // A shared Y sums over the batch.
-        const T beta = d.y_batched ? T(0) : T(1);
+      if (!io.dout || d.batch.y_reused()) dy_t->Fill(0);
+      const T beta = d.batch.y_reused() ? T(1) : T(0);
+      for (int64_t i = 0; io.dout && i < d.batch.count(); ++i) {
+        const T* gi = io.dout + i * d.out_size();
+        const T* xi = io.x + d.x_offset(i);
+        T* dyi = dy + d.y_offset(i);
         if (!op.ty) {  // dY [K, N] = op(X)^T [K, M] dO
           Gemm<T>(!op.tx, false, d.k, d.n, d.m, a, xi, gi, beta, dyi);
         } else {  // dY [N, K] = dO^T op(X)
@@ -92,9 +95,11 @@ OpSchema WithMatmulAttrs(OpSchema schema) {
 RILL_REGISTER_OP(matmul, WithMatmulAttrs(OpSchema("matmul")
                                              .Doc("Out = alpha * op(X) op(Y) for matrices or "
                                                   "batches of matrices (OpenBLAS GEMM).")
-                                             .Input("X", "[M, K] or [B, M, K] (before transpose)")
-                                             .Input("Y", "[K, N] or [B, K, N] (before transpose)")
-                                             .Output("Out", "[M, N] or [B, M, N]"))
+                                             .Input("X", "[..., M, K] (before transpose)")
+                                             .Input("Y", "[..., K, N] (before transpose)")
+                                             .Output("Out",
+                                                     "[..., M, N], the batch dims "
+                                                     "broadcast"))
                              .InferShape(MatmulShape)
                              .CpuKernel(MatmulKernel)
                              .Grad(BinaryGradMaker("matmul_grad", /*one_op_per_input=*/true)));

@@ -21,7 +21,7 @@ MatmulOperands ReadMatmul(const KernelContext& ctx, const Tensor& x, const Tenso
   op.ty = ctx.Attr<bool>("transpose_Y");
   op.alpha = ctx.Attr<float>("alpha");
   op.d = ResolveMatmulDims(x.shape(), y.shape(), op.tx, op.ty);
-  op.out_shape = MatmulOutShape(x.shape(), op.d);
+  op.out_shape = MatmulOutShape(op.d);
   return op;
 }
 
@@ -66,10 +66,9 @@ MulOperands ResolveMulGrad(const KernelContext& ctx, const Tensor& x, const Tens
 }
 
 MatmulDims ResolveMatmulDims(const Shape& x, const Shape& y, bool tx, bool ty) {
-  RILL_CHECK(x.size() == 2 || x.size() == 3, kInvalidArgument,
-             "X must have rank 2 or 3, has shape ", ShapeToString(x));
-  RILL_CHECK(y.size() == 2 || y.size() == x.size(), kInvalidArgument, "Y of shape ",
-             ShapeToString(y), " must have rank 2 or X's rank ", x.size());
+  RILL_CHECK(x.size() >= 2 && y.size() >= 2, kInvalidArgument,
+             "matmul needs X and Y of rank >= 2, X has shape ", ShapeToString(x), ", Y ",
+             ShapeToString(y));
   MatmulDims d;
   const size_t xr = x.size();
   const size_t yr = y.size();
@@ -80,18 +79,15 @@ MatmulDims ResolveMatmulDims(const Shape& x, const Shape& y, bool tx, bool ty) {
   RILL_CHECK(d.k < 0 || yk < 0 || d.k == yk, kInvalidArgument, "inner dims differ: op(X) of X ",
              ShapeToString(x), " has ", d.k, " columns, op(Y) of Y ", ShapeToString(y), " has ", yk,
              " rows");
-  if (xr == 3) {
-    d.batch = x[0];
-    d.y_batched = yr == 3;
-    RILL_CHECK(!d.y_batched || x[0] < 0 || y[0] < 0 || x[0] == y[0], kInvalidArgument,
-               "batch sizes differ: X ", ShapeToString(x), ", Y ", ShapeToString(y));
-  }
+  d.batch = MatmulBatch(x, y);
   return d;
 }
 
-Shape MatmulOutShape(const Shape& x, const MatmulDims& d) {
-  if (x.size() == 3) return {d.batch, d.m, d.n};
-  return {d.m, d.n};
+Shape MatmulOutShape(const MatmulDims& d) {
+  Shape out = d.batch.out_dims();
+  out.push_back(d.m);
+  out.push_back(d.n);
+  return out;
 }
 
 MatmulOperands ResolveMatmul(const KernelContext& ctx, const Tensor& x, const Tensor& y) {

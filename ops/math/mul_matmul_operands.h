@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "ops/math/matmul_batch.h"
 #include "rill/kernel_context.h"
 
 namespace rill {
@@ -44,28 +45,31 @@ MulOperands ResolveMulGrad(const KernelContext& ctx, const Tensor& x, const Tens
                            bool has_dout);
 
 // -- matmul -------------------------------------------------------------------
-// B batches of op(X) [M, K] x op(Y) [K, N]; X and Y have rank 2 or 3, and a
-// rank-2 Y with a rank-3 X is shared by every matrix of the batch.
+// Batches of op(X) [M, K] x op(Y) [K, N]: X and Y have rank >= 2, their
+// leading (batch) dims broadcast as numpy's matmul does (matmul_batch.h), so
+// a rank-2 Y is shared by every matrix of a batched X and [B, 1, T, D] meets
+// [B, H, D, T] once for each of the H heads.
 
 struct MatmulDims {
-  int64_t batch = 1;
   int64_t m = 0;
   int64_t k = 0;
   int64_t n = 0;
-  bool y_batched = false;
+  MatmulBatch batch;
 
-  // Elements from one matrix of the batch to the next, in X, Y (0: shared)
-  // and Out.
-  int64_t x_step() const { return m * k; }
-  int64_t y_step() const { return y_batched ? k * n : 0; }
-  int64_t out_step() const { return m * n; }
+  // Elements in one matrix of X, Y and Out.
+  int64_t x_size() const { return m * k; }
+  int64_t y_size() const { return k * n; }
+  int64_t out_size() const { return m * n; }
+  // Where product i's matrices of X and Y start (elements).
+  int64_t x_offset(int64_t i) const { return batch.XMatrix(i) * x_size(); }
+  int64_t y_offset(int64_t i) const { return batch.YMatrix(i) * y_size(); }
 };
 
 // Works on declared shapes too: -1 dims are unknown and never fail a check.
 MatmulDims ResolveMatmulDims(const Shape& x, const Shape& y, bool tx, bool ty);
 
-// [B, M, N] for a rank-3 X, else [M, N].
-Shape MatmulOutShape(const Shape& x, const MatmulDims& d);
+// Out's batch dims followed by [M, N].
+Shape MatmulOutShape(const MatmulDims& d);
 
 struct MatmulOperands {
   bool tx = false;  // transpose_X

@@ -1,5 +1,8 @@
-// softmax: Out = exp(X) / sum(exp(X)) over the last axis, computed from
-// X - max(X) per row so large inputs do not overflow.
+// softmax: Out = exp(X) / sum(exp(X)) along `axis` (default the last),
+// computed from X - max(X) per row so large inputs do not overflow. With a
+// Mask (broadcast to X, 0 = masked), masked elements take no part and get 0;
+// a row masked everywhere is all zeros. The gradient needs only Out: a masked
+// element's Out is 0, so its gradient is 0 too.
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -11,26 +14,73 @@
 namespace rill {
 namespace {
 
+// The last axis unmasked: rows of cols contiguous elements.
+template <class T>
+void SoftmaxLastAxis(const T* in, T* o, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* xr = in + r * cols;
+    T* yr = o + r * cols;
+    T max = xr[0];
+    for (int64_t j = 1; j < cols; ++j) max = std::max(max, xr[j]);
+    T sum = 0;
+    for (int64_t j = 0; j < cols; ++j) {
+      yr[j] = std::exp(xr[j] - max);
+      sum += yr[j];
+    }
+    const T inv = T(1) / sum;
+    for (int64_t j = 0; j < cols; ++j) yr[j] *= inv;
+  }
+}
+
+// One row of len elements `stride` apart; mr (null: nothing masked) holds the
+// row's mask values `mask_stride` apart. The same operations in the same order
+// as SoftmaxLastAxis, over the kept elements only. yr may be xr.
+template <class T>
+void SoftmaxRow(const T* xr, T* yr, int64_t len, int64_t stride, const T* mr, int64_t mask_stride) {
+  const auto kept = [&](int64_t j) { return mr == nullptr || mr[j * mask_stride] != T(0); };
+  int64_t first = 0;
+  while (first < len && !kept(first)) ++first;
+  if (first == len) {  // masked everywhere
+    for (int64_t j = 0; j < len; ++j) yr[j * stride] = T(0);
+    return;
+  }
+  T max = xr[first * stride];
+  for (int64_t j = first + 1; j < len; ++j) {
+    if (kept(j)) max = std::max(max, xr[j * stride]);
+  }
+  T sum = 0;
+  for (int64_t j = 0; j < len; ++j) {
+    if (kept(j)) {
+      yr[j * stride] = std::exp(xr[j * stride] - max);
+      sum += yr[j * stride];
+    } else {
+      yr[j * stride] = T(0);
+    }
+  }
+  const T inv = T(1) / sum;
+  for (int64_t j = 0; j < len; ++j) yr[j * stride] *= inv;
+}
+
 void SoftmaxKernel(KernelContext& ctx) {
   const Tensor& x = SoftmaxInput(ctx);
+  const int axis = SoftmaxAxis(ctx, x.rank());
+  const bool masked = ctx.HasInput("Mask");
+  const Tensor* mask = masked ? &ctx.Input("Mask") : nullptr;
+  const SoftmaxMaskIndex mask_index = masked ? ReadSoftmaxMask(*mask, x, axis) : SoftmaxMaskIndex();
+  const SoftmaxRows rows = MakeSoftmaxRows(x.shape(), axis);
   Tensor* out = ctx.Output("Out");
   VisitFloatType(x.dtype(), [&]<class T>() {
     const T* in = x.data<T>();
-    const int64_t cols = x.dim(x.rank() - 1);
-    const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+    const T* m = masked ? mask->data<T>() : nullptr;
     T* o = out->Allocate<T>(x.shape());
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* xr = in + r * cols;
-      T* yr = o + r * cols;
-      T max = xr[0];
-      for (int64_t j = 1; j < cols; ++j) max = std::max(max, xr[j]);
-      T sum = 0;
-      for (int64_t j = 0; j < cols; ++j) {
-        yr[j] = std::exp(xr[j] - max);
-        sum += yr[j];
-      }
-      const T inv = T(1) / sum;
-      for (int64_t j = 0; j < cols; ++j) yr[j] *= inv;
+    if (!masked && rows.inner == 1) {
+      SoftmaxLastAxis(in, o, rows.len == 0 ? 0 : rows.outer, rows.len);
+      return;
+    }
+    for (int64_t r = 0; rows.len > 0 && r < rows.count(); ++r) {
+      const int64_t start = rows.Start(r);
+      const T* mr = masked ? m + mask_index.Offset(start) : nullptr;
+      SoftmaxRow(in + start, o + start, rows.len, rows.inner, mr, mask_index.axis_stride);
     }
   });
 }
@@ -38,14 +88,34 @@ void SoftmaxKernel(KernelContext& ctx) {
 void SoftmaxShape(ShapeContext& ctx) {
   const Shape& x = ctx.InputShape("X");
   ctx.Check(!x.empty(), "softmax needs X of rank >= 1, got a scalar");
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const std::string axis_error = SoftmaxAxisError(ctx.Attr<int>("axis"), rank);
+  ctx.Check(axis_error.empty(), "softmax: ", axis_error, " (X has shape ", ShapeToString(x), ")");
+  if (ctx.HasInput("Mask")) {
+    const std::string mask_error = SoftmaxMaskShapeError(ctx.InputShape("Mask"), x);
+    ctx.Check(mask_error.empty(), "softmax: ", mask_error);
+    ctx.Check(ctx.InputType("Mask") == ctx.InputType("X"), "softmax: Mask is ",
+              DataTypeName(ctx.InputType("Mask")), " but X is ", DataTypeName(ctx.InputType("X")),
+              ": want X's type");
+  }
   ctx.SetOutput("Out", x, ctx.InputType("X"));
 }
 
-// Per row: X@GRAD = (Out@GRAD - sum(Out@GRAD * Out)) * Out. A missing
-// Out@GRAD means zero.
+// One row of len elements `stride` apart (inlined, so a literal stride of 1
+// gives contiguous loops).
+template <class T>
+inline void SoftmaxGradRow(const T* yr, const T* dyr, T* gr, int64_t len, int64_t stride) {
+  T dot = 0;
+  for (int64_t j = 0; j < len; ++j) dot += dyr[j * stride] * yr[j * stride];
+  for (int64_t j = 0; j < len; ++j) gr[j * stride] = (dyr[j * stride] - dot) * yr[j * stride];
+}
+
+// Per row along the axis: X@GRAD = (Out@GRAD - sum(Out@GRAD * Out)) * Out.
+// A missing Out@GRAD means zero.
 void SoftmaxGradKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   const Tensor& y = SoftmaxGradInput(ctx);
+  const int axis = SoftmaxAxis(ctx, y.rank());
   const bool has_dy = ctx.InputReady("Out@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
   VisitFloatType(y.dtype(), [&]<class T>() {
@@ -57,16 +127,17 @@ void SoftmaxGradKernel(KernelContext& ctx) {
       return;
     }
     const T* dy = SoftmaxOutGrad<T>(ctx, y);
-    const int64_t cols = y.dim(y.rank() - 1);
-    const int64_t rows = cols == 0 ? 0 : n / cols;
+    const SoftmaxRows rows = MakeSoftmaxRows(y.shape(), axis);
+    const int64_t len = rows.len;
+    const int64_t stride = rows.inner;
     T* g = dx->Allocate<T>(y.shape());
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* yr = out + r * cols;
-      const T* dyr = dy + r * cols;
-      T* gr = g + r * cols;
-      T dot = 0;
-      for (int64_t j = 0; j < cols; ++j) dot += dyr[j] * yr[j];
-      for (int64_t j = 0; j < cols; ++j) gr[j] = (dyr[j] - dot) * yr[j];
+    for (int64_t r = 0; len > 0 && r < rows.count(); ++r) {
+      if (stride == 1) {  // the last axis: contiguous rows
+        SoftmaxGradRow(out + r * len, dy + r * len, g + r * len, len, 1);
+      } else {
+        const int64_t start = rows.Start(r);
+        SoftmaxGradRow(out + start, dy + start, g + start, len, stride);
+      }
     }
   });
 }
@@ -81,10 +152,12 @@ void SoftmaxGradShape(ShapeContext& ctx) {
   ctx.SetOutput("X@GRAD", out, ctx.InputType("Out"));
 }
 
-// The gradient needs only Out, so X need not be kept for the backward pass.
+// The gradient needs only Out (masked elements have Out 0), so neither X nor
+// Mask need be kept for the backward pass.
 std::vector<proto::OpDesc> SoftmaxGrad(const proto::OpDesc& fwd) {
   proto::OpDesc grad;
   grad.set_type("softmax_grad");
+  *grad.mutable_attrs() = fwd.attrs();
   const std::string out = OutputVar(fwd, "Out");
   SetInput(&grad, "Out", {out});
   SetInput(&grad, "Out@GRAD", {GradVarName(out)});
@@ -95,19 +168,28 @@ std::vector<proto::OpDesc> SoftmaxGrad(const proto::OpDesc& fwd) {
 }  // namespace
 
 RILL_REGISTER_OP(softmax, OpSchema("softmax")
-                              .Doc("Out = exp(X) / sum(exp(X)) over the last axis.")
+                              .Doc("Out = exp(X) / sum(exp(X)) along axis, masked elements "
+                                   "excluded (Out 0; a row masked everywhere: all 0).")
                               .Input("X", "input tensor, rank >= 1")
+                              .Input("Mask",
+                                     "X's type, broadcasting to X (its dims aligned to X's "
+                                     "last ones, each 1 or X's); 0 masks the element",
+                                     kOptional | kNoGradient)
                               .Output("Out", "probabilities, same shape and type as X")
+                              .Attr("axis", -1,
+                                    "the axis normalised over; negative counts "
+                                    "from the end")
                               .InferShape(SoftmaxShape)
                               .CpuKernel(SoftmaxKernel)
                               .Grad(SoftmaxGrad));
 
 RILL_REGISTER_OP(softmax_grad,
                  OpSchema("softmax_grad")
-                     .Doc("X@GRAD = (Out@GRAD - sum(Out@GRAD * Out, last axis)) * Out.")
+                     .Doc("X@GRAD = (Out@GRAD - sum(Out@GRAD * Out, along axis)) * Out.")
                      .Input("Out", "the forward output")
                      .Input("Out@GRAD", "gradient of Out; absent means zero", kOptional)
                      .Output("X@GRAD", "gradient of X", kOptional)
+                     .Attr("axis", -1, "softmax's axis")
                      .InferShape(SoftmaxGradShape)
                      .CpuKernel(SoftmaxGradKernel));
 

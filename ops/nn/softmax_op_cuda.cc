@@ -8,6 +8,7 @@
 // Hard labels are checked on the device: the kernels record the first row
 // whose label is outside [0, C), and the glue copies that back (a wait on the
 // stream) and throws the CPU kernels' error for it.
+#include "ops/nn/softmax_axis_cuda.h"
 #include "ops/nn/softmax_cuda.h"
 #include "ops/nn/softmax_util.h"
 #include "rill/kernel_context.h"
@@ -46,17 +47,28 @@ class BadLabelRow {
   Tensor flag_;
 };
 
+// The last axis unmasked runs softmax_cuda.h's row kernel, as before axes
+// and masks; the rest softmax_axis_cuda.h's.
 void SoftmaxCudaKernel(KernelContext& ctx) {
   const Tensor& x = SoftmaxInput(ctx);
+  const int axis = SoftmaxAxis(ctx, x.rank());
+  const bool masked = ctx.HasInput("Mask");
+  const Tensor* mask = masked ? &ctx.Input("Mask") : nullptr;
+  const SoftmaxMaskIndex mask_index = masked ? ReadSoftmaxMask(*mask, x, axis) : SoftmaxMaskIndex();
+  const SoftmaxRows rows = MakeSoftmaxRows(x.shape(), axis);
   Tensor* out = ctx.Output("Out");
   VisitFloatType(x.dtype(), [&]<class T>() {
     // X's pointer and shape are taken before Out is allocated (Out may be X).
     const T* in = x.data<T>();
+    const T* m = masked ? mask->data<T>() : nullptr;
     const Shape shape = x.shape();
-    const int64_t cols = x.dim(x.rank() - 1);
-    const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
     out->Allocate(DataTypeOf<T>(), shape, ctx.place());
-    cuda::Softmax(in, out->mutable_data<T>(), rows, cols, CudaStream::Current());
+    if (!masked && rows.inner == 1) {
+      cuda::Softmax(in, out->mutable_data<T>(), rows.len == 0 ? 0 : rows.outer, rows.len,
+                    CudaStream::Current());
+    } else {
+      cuda::SoftmaxAxis(in, out->mutable_data<T>(), rows, m, mask_index, CudaStream::Current());
+    }
   });
   CheckCuda(cudaGetLastError(), "softmax: kernel launch");
 }
@@ -64,17 +76,24 @@ void SoftmaxCudaKernel(KernelContext& ctx) {
 void SoftmaxGradCudaKernel(KernelContext& ctx) {
   if (!ctx.HasOutput("X@GRAD")) return;
   const Tensor& y = SoftmaxGradInput(ctx);
+  const int axis = SoftmaxAxis(ctx, y.rank());
   const bool has_dy = ctx.InputReady("Out@GRAD");
   Tensor* dx = ctx.Output("X@GRAD");
   VisitFloatType(y.dtype(), [&]<class T>() {
     const T* out = y.data<T>();
     const Shape shape = y.shape();
-    const int64_t cols = y.dim(y.rank() - 1);
-    const int64_t rows = cols == 0 ? 0 : y.numel() / cols;
+    const SoftmaxRows rows = MakeSoftmaxRows(shape, axis);
     const T* dy = has_dy ? SoftmaxOutGrad<T>(ctx, y) : nullptr;
     dx->Allocate(DataTypeOf<T>(), shape, ctx.place());
-    // rows * cols is the element count (0 when cols is); no Out@GRAD: zeros.
-    cuda::SoftmaxGrad(out, dy, dx->mutable_data<T>(), rows, cols, CudaStream::Current());
+    if (dy != nullptr && rows.inner != 1) {
+      cuda::SoftmaxAxisGrad(out, dy, dx->mutable_data<T>(), rows, CudaStream::Current());
+    } else {
+      // Rows of the last axis; rows * cols is the element count (0 when cols
+      // is), and without Out@GRAD every element is 0 whatever the axis.
+      const int64_t cols = y.dim(y.rank() - 1);
+      const int64_t row_count = cols == 0 ? 0 : y.numel() / cols;
+      cuda::SoftmaxGrad(out, dy, dx->mutable_data<T>(), row_count, cols, CudaStream::Current());
+    }
   });
   CheckCuda(cudaGetLastError(), "softmax_grad: kernel launch");
 }

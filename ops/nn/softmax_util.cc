@@ -1,5 +1,7 @@
 #include "ops/nn/softmax_util.h"
 
+#include <algorithm>
+
 namespace rill {
 namespace {
 
@@ -34,6 +36,59 @@ const Tensor& SoftmaxGradInput(const KernelContext& ctx) {
   RILL_CHECK(y.rank() >= 1, kInvalidArgument, "softmax_grad needs Out of rank >= 1, got ",
              y.Describe());
   return y;
+}
+
+std::string SoftmaxAxisError(int axis, int64_t rank) {
+  if (axis >= -rank && axis < rank) return "";
+  return StrCat("axis ", axis, " is outside [", -rank, ", ", rank, ") for rank ", rank);
+}
+
+int SoftmaxAxis(const KernelContext& ctx, int64_t rank) {
+  const int axis = ctx.Attr<int>("axis");
+  const std::string error = SoftmaxAxisError(axis, rank);
+  RILL_CHECK(error.empty(), kInvalidArgument, error);
+  return axis < 0 ? static_cast<int>(axis + rank) : axis;
+}
+
+SoftmaxRows MakeSoftmaxRows(const Shape& shape, int axis) {
+  const int rank = static_cast<int>(shape.size());
+  return {DimProduct(shape, 0, axis), shape[axis], DimProduct(shape, axis + 1, rank)};
+}
+
+std::string SoftmaxMaskShapeError(const Shape& mask, const Shape& x) {
+  bool ok = mask.size() <= x.size();
+  const size_t pad = x.size() - std::min(mask.size(), x.size());
+  for (size_t j = 0; ok && j < mask.size(); ++j) {
+    const int64_t m = mask[j];
+    const int64_t d = x[pad + j];
+    ok = m == 1 || m == d || m < 0 || d < 0;
+  }
+  if (ok) return "";
+  return StrCat("Mask of shape ", ShapeToString(mask), " does not broadcast to X of shape ",
+                ShapeToString(x),
+                ": aligned to X's last dims, each of Mask's dims must be 1 or "
+                "X's");
+}
+
+SoftmaxMaskIndex ReadSoftmaxMask(const Tensor& mask, const Tensor& x, int axis) {
+  RILL_CHECK(mask.dtype() == x.dtype(), kInvalidArgument, "Mask is ", mask.Describe(), " but X is ",
+             x.Describe(), ": want X's type");
+  const std::string error = SoftmaxMaskShapeError(mask.shape(), x.shape());
+  RILL_CHECK(error.empty(), kInvalidArgument, error);
+  RILL_CHECK(x.rank() <= kSoftmaxMaxRank, kUnimplemented,
+             "a masked softmax takes X of rank <= ", kSoftmaxMaxRank, ", X is ", x.Describe());
+  SoftmaxMaskIndex index;
+  index.rank = static_cast<int>(x.rank());
+  const int64_t pad = x.rank() - mask.rank();
+  int64_t stride = 1;
+  for (int64_t d = x.rank() - 1; d >= 0; --d) {
+    index.dims[d] = x.dim(d);
+    const int64_t m = d < pad ? 1 : mask.dim(d - pad);
+    index.strides[d] = m == 1 ? 0 : stride;
+    stride *= m;
+  }
+  index.axis_stride = index.strides[axis];
+  return index;
 }
 
 LabeledInputs ReadSoftmaxCrossEntropyInputs(const KernelContext& ctx, const char* x_slot) {

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
+#include "ops/nn/softmax_axis.h"
 #include "rill/kernel_context.h"
 
 namespace rill {
@@ -15,6 +17,25 @@ namespace rill {
 const Tensor& SoftmaxInput(const KernelContext& ctx);
 // softmax_grad's Out; throws kInvalidArgument unless its rank is >= 1.
 const Tensor& SoftmaxGradInput(const KernelContext& ctx);
+
+// The `axis` attribute of softmax (softmax_grad) for X (Out) of rank `rank`,
+// counted from the front; negative axes count from the end. Throws
+// kInvalidArgument unless it is in [-rank, rank).
+int SoftmaxAxis(const KernelContext& ctx, int64_t rank);
+// The same check for shape inference: "" when `axis` is in [-rank, rank),
+// else the error.
+std::string SoftmaxAxisError(int axis, int64_t rank);
+
+// `shape` seen as rows along `axis` (non-negative, in range).
+SoftmaxRows MakeSoftmaxRows(const Shape& shape, int axis);
+
+// "" when Mask's shape broadcasts to X's (Mask's dims, aligned to X's last
+// dims, are each 1 or X's; -1 is unknown and matches), else the error.
+std::string SoftmaxMaskShapeError(const Shape& mask, const Shape& x);
+// softmax's Mask (call only when it is bound): checks it has X's type and
+// broadcasts to X (rank at most kSoftmaxMaxRank), then returns where each of
+// X's elements finds its mask value.
+SoftmaxMaskIndex ReadSoftmaxMask(const Tensor& mask, const Tensor& x, int axis);
 
 // softmax_grad's Out@GRAD (call only when it is ready) as T; throws
 // kInvalidArgument unless it has the shape of Out (`y`).

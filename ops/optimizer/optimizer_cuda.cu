@@ -89,9 +89,18 @@ __global__ void MomentumKernel(const T* p, const T* v, const T* g, DeviceScalar 
   }
 }
 
-// AdamCoefficients of adam_op.cc, in this order.
-enum { kBeta1, kOneMinusBeta1, kBeta2, kOneMinusBeta2, kStepSize, kBiasCorrection2Sqrt, kEpsilon,
-       kNumCoefficients };
+// AdamCoefficients of adam_update.cc, in this order.
+enum {
+  kBeta1,
+  kOneMinusBeta1,
+  kBeta2,
+  kOneMinusBeta2,
+  kStepSize,
+  kBiasCorrection2Sqrt,
+  kEpsilon,
+  kDecay,
+  kNumCoefficients
+};
 
 template <class T>
 __global__ void AdamKernel(const T* p, const T* m, const T* v, const T* g, DeviceScalar lr,
@@ -109,16 +118,17 @@ __global__ void AdamKernel(const T* p, const T* m, const T* v, const T* g, Devic
     c[kStepSize] = static_cast<T>(__ddiv_rn(rate, __dsub_rn(1.0, pow1)));
     c[kBiasCorrection2Sqrt] = static_cast<T>(__dsqrt_rn(__dsub_rn(1.0, pow2)));
     c[kEpsilon] = static_cast<T>(attrs.epsilon);
+    c[kDecay] = static_cast<T>(__dsub_rn(1.0, __dmul_rn(rate, attrs.weight_decay)));
   }
   __syncthreads();
   const T beta1 = c[kBeta1], one_minus_beta1 = c[kOneMinusBeta1];
   const T beta2 = c[kBeta2], one_minus_beta2 = c[kOneMinusBeta2];
   const T step_size = c[kStepSize], bias_correction2_sqrt = c[kBiasCorrection2Sqrt];
-  const T epsilon = c[kEpsilon];
+  const T epsilon = c[kEpsilon], decay = c[kDecay];
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{blockDim.x} * gridDim.x) {
     const T gi = g[i];
-    const T pi = p[i];
+    const T pi = Mul(p[i], decay);  // p itself for adam (decay 1)
     const T mi = Add(Mul(beta1, m[i]), Mul(one_minus_beta1, gi));
     const T vi = Add(Mul(beta2, v[i]), Mul(Mul(one_minus_beta2, gi), gi));
     const T denom = Add(Div(SqrtOf(vi), bias_correction2_sqrt), epsilon);
@@ -137,8 +147,7 @@ __device__ void WriteScalar(void* out, bool is_double, double value) {
 }
 
 __global__ void AdamAdvancePowersKernel(DeviceScalar beta1_pow, DeviceScalar beta2_pow,
-                                        AdamAttrs attrs, void* beta1_pow_out,
-                                        void* beta2_pow_out) {
+                                        AdamAttrs attrs, void* beta1_pow_out, void* beta2_pow_out) {
   if (blockIdx.x != 0 || threadIdx.x != 0) return;
   const double pow1 = ReadScalar(beta1_pow);
   const double pow2 = ReadScalar(beta2_pow);
@@ -170,8 +179,8 @@ template <class T>
 void Momentum(const T* p, const T* v, const T* g, DeviceScalar lr, double mu, bool nesterov,
               T* p_out, T* v_out, int64_t n, cudaStream_t stream) {
   if (n > 0) {
-    MomentumKernel<T><<<Blocks(n), kThreads, 0, stream>>>(p, v, g, lr, static_cast<T>(mu),
-                                                           nesterov, p_out, v_out, n);
+    MomentumKernel<T><<<Blocks(n), kThreads, 0, stream>>>(p, v, g, lr, static_cast<T>(mu), nesterov,
+                                                          p_out, v_out, n);
   }
 }
 
@@ -181,7 +190,7 @@ void Adam(const T* p, const T* m, const T* v, const T* g, DeviceScalar lr, Devic
           cudaStream_t stream) {
   if (n > 0) {
     AdamKernel<T><<<Blocks(n), kThreads, 0, stream>>>(p, m, v, g, lr, beta1_pow, beta2_pow, attrs,
-                                                       p_out, m_out, v_out, n);
+                                                      p_out, m_out, v_out, n);
   }
 }
 
@@ -201,8 +210,8 @@ template void Momentum<double>(const double*, const double*, const double*, Devi
 template void Adam<float>(const float*, const float*, const float*, const float*, DeviceScalar,
                           DeviceScalar, DeviceScalar, AdamAttrs, float*, float*, float*, int64_t,
                           cudaStream_t);
-template void Adam<double>(const double*, const double*, const double*, const double*,
-                           DeviceScalar, DeviceScalar, DeviceScalar, AdamAttrs, double*, double*,
-                           double*, int64_t, cudaStream_t);
+template void Adam<double>(const double*, const double*, const double*, const double*, DeviceScalar,
+                           DeviceScalar, DeviceScalar, AdamAttrs, double*, double*, double*,
+                           int64_t, cudaStream_t);
 
 }  // namespace rill::cuda

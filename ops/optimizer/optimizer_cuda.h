@@ -1,4 +1,4 @@
-// CUDA kernels of the optimizer ops (sgd, momentum, adam; dense gradients), as
+// CUDA kernels of the optimizer ops (sgd, momentum, adam, adamw; dense gradients), as
 // plain launchers: this header is included by optimizer_cuda.cu (nvcc, C++17)
 // and by the kernels' glue in optimizer_op_cuda.cc (C++20), so it holds only
 // what both read alike.
@@ -33,16 +33,19 @@ template <class T>
 void Momentum(const T* p, const T* v, const T* g, DeviceScalar lr, double mu, bool nesterov,
               T* p_out, T* v_out, int64_t n, cudaStream_t stream);
 
-// Adam's decays and epsilon, as the CPU kernel widens them (DecimalDouble).
+// Adam's decays, epsilon and (adamw) decoupled weight decay, as the CPU
+// kernel widens them (DecimalDouble).
 struct AdamAttrs {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double epsilon = 1e-8;
+  double weight_decay = 0;  // 0 for adam
 };
 
 // m_out = b1 m + (1 - b1) g; v_out = b2 v + (1 - b2) g g;
-// p_out = p - lr / (1 - b1^t) * m_out / (sqrt(v_out) / sqrt(1 - b2^t) + eps),
-// in the CPU kernel's order of operations (adam_op.cc).
+// p_out = p * (1 - lr wd) - lr / (1 - b1^t) * m_out / (sqrt(v_out) / sqrt(1 - b2^t) + eps),
+// in the CPU kernel's order of operations (adam_update.cc); the factor is
+// exactly 1 for adam.
 template <class T>
 void Adam(const T* p, const T* m, const T* v, const T* g, DeviceScalar lr, DeviceScalar beta1_pow,
           DeviceScalar beta2_pow, AdamAttrs attrs, T* p_out, T* m_out, T* v_out, int64_t n,

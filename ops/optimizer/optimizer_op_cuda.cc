@@ -68,11 +68,13 @@ void MomentumCudaKernel(KernelContext& ctx) {
   CheckCuda(cudaGetLastError(), "momentum: kernel launch");
 }
 
-void AdamCudaKernel(KernelContext& ctx) {
+// adam (decoupled_decay false) and adamw (true).
+void RunAdamCudaKernel(KernelContext& ctx, bool decoupled_decay) {
+  const char* op = decoupled_decay ? "adamw" : "adam";
   const Tensor& param = ctx.Input("Param");
-  if (ctx.InputIsSelectedRows("Grad")) FailSparse("adam");
+  if (ctx.InputIsSelectedRows("Grad")) FailSparse(op);
   const Tensor& grad = ctx.Input("Grad");
-  const AdamArgs args = ReadAdamArgs(ctx);
+  const AdamArgs args = ReadAdamArgs(ctx, decoupled_decay);
   const cuda::DeviceScalar lr = DeviceScalarOf(args.learning_rate);
   const cuda::DeviceScalar pow1 = DeviceScalarOf(args.beta1_pow);
   const cuda::DeviceScalar pow2 = DeviceScalarOf(args.beta2_pow);
@@ -80,7 +82,7 @@ void AdamCudaKernel(KernelContext& ctx) {
   const DataType pow2_type = args.beta2_pow.dtype();
   const Shape pow1_shape = args.beta1_pow.shape();
   const Shape pow2_shape = args.beta2_pow.shape();
-  const cuda::AdamAttrs attrs{args.beta1, args.beta2, args.epsilon};
+  const cuda::AdamAttrs attrs{args.beta1, args.beta2, args.epsilon, args.weight_decay};
   // The CPU kernel's check that Beta1Pow and Beta2Pow are below 1 needs their
   // values, which are on the device: it is not made here.
   const AdamOutputs out = CheckAdamOperands(ctx, args, param, &grad);
@@ -97,7 +99,7 @@ void AdamCudaKernel(KernelContext& ctx) {
     cuda::Adam(p_in, m_in, v_in, g, lr, pow1, pow2, attrs, p, m, v, param.numel(),
                CudaStream::Current());
   });
-  CheckCuda(cudaGetLastError(), "adam: kernel launch");
+  CheckCuda(cudaGetLastError(), StrCat(op, ": kernel launch"));
   // After the update, which reads Beta1Pow and Beta2Pow (usually these outputs).
   Tensor* pow1_out = ctx.Output("Beta1PowOut");
   Tensor* pow2_out = ctx.Output("Beta2PowOut");
@@ -105,8 +107,11 @@ void AdamCudaKernel(KernelContext& ctx) {
   pow2_out->Allocate(pow2_type, pow2_shape, ctx.place());
   cuda::AdamAdvancePowers(pow1, pow2, attrs, pow1_out->raw_data(), pow2_out->raw_data(),
                           CudaStream::Current());
-  CheckCuda(cudaGetLastError(), "adam: kernel launch");
+  CheckCuda(cudaGetLastError(), StrCat(op, ": kernel launch"));
 }
+
+void AdamCudaKernel(KernelContext& ctx) { RunAdamCudaKernel(ctx, false); }
+void AdamWCudaKernel(KernelContext& ctx) { RunAdamCudaKernel(ctx, true); }
 
 void WarmupCosineCudaKernel(KernelContext& ctx) {
   const Tensor& step = ctx.Input("Step");
@@ -125,6 +130,7 @@ void WarmupCosineCudaKernel(KernelContext& ctx) {
 RILL_REGISTER_KERNEL(sgd, Cuda, SgdCudaKernel);
 RILL_REGISTER_KERNEL(momentum, Cuda, MomentumCudaKernel);
 RILL_REGISTER_KERNEL(adam, Cuda, AdamCudaKernel);
+RILL_REGISTER_KERNEL(adamw, Cuda, AdamWCudaKernel);
 RILL_REGISTER_KERNEL(warmup_cosine_decay, Cuda, WarmupCosineCudaKernel);
 
 }  // namespace rill

@@ -75,7 +75,7 @@ MomentumArgs ReadMomentumArgs(KernelContext& ctx, const Tensor& param, const Ten
   return {velocity, lr, mu, nesterov, param_out, velocity_out};
 }
 
-AdamArgs ReadAdamArgs(const KernelContext& ctx) {
+AdamArgs ReadAdamArgs(const KernelContext& ctx, bool decoupled_decay) {
   const Tensor& moment1 = ctx.Input("Moment1");
   const Tensor& moment2 = ctx.Input("Moment2");
   const Tensor& beta1_pow = ctx.Input("Beta1Pow");
@@ -87,7 +87,9 @@ AdamArgs ReadAdamArgs(const KernelContext& ctx) {
   const double beta1 = DecimalDouble(ctx.Attr<float>("beta1"));
   const double beta2 = DecimalDouble(ctx.Attr<float>("beta2"));
   const double epsilon = DecimalDouble(ctx.Attr<float>("epsilon"));
-  return {moment1, moment2, lr, beta1_pow, beta2_pow, beta1, beta2, epsilon};
+  const double weight_decay =
+      decoupled_decay ? DecimalDouble(ctx.Attr<float>("weight_decay")) : 0.0;
+  return {moment1, moment2, lr, beta1_pow, beta2_pow, beta1, beta2, epsilon, weight_decay};
 }
 
 AdamOutputs CheckAdamOperands(KernelContext& ctx, const AdamArgs& args, const Tensor& param,

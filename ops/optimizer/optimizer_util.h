@@ -55,8 +55,8 @@ struct MomentumArgs {
 };
 MomentumArgs ReadMomentumArgs(KernelContext& ctx, const Tensor& param, const Tensor& grad);
 
-// adam's inputs besides Param and Grad and its attributes (widened by
-// DecimalDouble); LearningRate, Beta1Pow and Beta2Pow passed CheckScalar.
+// adam's (adamw's) inputs besides Param and Grad and its attributes (widened
+// by DecimalDouble); LearningRate, Beta1Pow and Beta2Pow passed CheckScalar.
 struct AdamArgs {
   const Tensor& moment1;
   const Tensor& moment2;
@@ -64,8 +64,10 @@ struct AdamArgs {
   const Tensor& beta1_pow;
   const Tensor& beta2_pow;
   double beta1, beta2, epsilon;
+  double weight_decay;  // adamw's attribute; 0 for adam
 };
-AdamArgs ReadAdamArgs(const KernelContext& ctx);
+// weight_decay is read only when `decoupled_decay` (adamw).
+AdamArgs ReadAdamArgs(const KernelContext& ctx, bool decoupled_decay = false);
 
 // adam's outputs that Param's update writes.
 struct AdamOutputs {

@@ -154,6 +154,9 @@ void BindBuilder(py::module_& module) {
              return b.BatchNorm(x, ParseActivation(act), momentum, epsilon);
            })
       .def("layer_norm", &B::LayerNorm)
+      .def("softmax", py::overload_cast<const Var&, int>(&B::Softmax))
+      .def("masked_softmax", &B::MaskedSoftmax)
+      .def("matmul", &B::MatMul)
       .def("embedding",
            [](B& b, const Var& ids, int64_t vocab, int64_t dim, const std::string& dtype,
               bool is_sparse) {
@@ -204,6 +207,10 @@ void BindTraining(py::module_& module) {
   py::class_<Adam, Optimizer>(module, "Adam")
       .def(py::init<float, float, float, float>(), py::arg("learning_rate"),
            py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f, py::arg("epsilon") = 1e-8f);
+  py::class_<AdamW, Adam>(module, "AdamW")
+      .def(py::init<float, float, float, float, float>(), py::arg("learning_rate"),
+           py::arg("weight_decay") = 0.01f, py::arg("beta1") = 0.9f, py::arg("beta2") = 0.999f,
+           py::arg("epsilon") = 1e-8f);
 }
 
 }  // namespace

@@ -52,9 +52,24 @@ def tanh(x):
     return _activation(x, "tanh")
 
 
-def softmax(input):
-    """Softmax over the last dimension."""
-    return _activation(input, "softmax")
+def softmax(input, axis=-1, mask=None):
+    """Softmax along `axis` (-1: the last dimension; negative counts from the
+    end). With `mask` (input's dtype, broadcasting to input: its dimensions
+    aligned to input's last ones, each 1 or input's, e.g. [B, 1, 1, T] for
+    attention scores [B, H, T, T]), elements whose mask is 0 get probability
+    0 and a row masked everywhere is all zeros; no gradient flows into it."""
+    if mask is not None:
+        return _wrap(input.builder.masked_softmax(input._var, mask._var, axis), input.builder)
+    if axis == -1:
+        return _activation(input, "softmax")
+    return _wrap(input.builder.softmax(input._var, axis), input.builder)
+
+
+def matmul(x, y, transpose_x=False, transpose_y=False, alpha=1.0):
+    """alpha * x @ y over the last two dimensions (transposed first when
+    asked); the leading dimensions broadcast as numpy's matmul, e.g.
+    [B, H, T, D] @ [B, H, D, T] or [B, T, D] @ [D, E]."""
+    return _wrap(x.builder.matmul(x._var, y._var, transpose_x, transpose_y, alpha), x.builder)
 
 
 def gelu(x):

@@ -95,6 +95,20 @@ class Adam(_Optimizer):
                          grad_clip, learning_rate_schedule)
 
 
+class AdamW(_Optimizer):
+    """Adam with decoupled weight decay, as torch.optim.AdamW: each step scales
+    the parameter by 1 - learning_rate * weight_decay, then takes Adam's step
+    (the decay does not enter the moments, unlike `regularization=L2Decay`).
+    Dense gradients only."""
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.01, beta1=0.9, beta2=0.999,
+                 epsilon=1e-8, regularization=None, grad_clip=None,
+                 learning_rate_schedule=None):
+        super().__init__(_core.AdamW(learning_rate, weight_decay, beta1, beta2, epsilon),
+                         regularization, grad_clip, learning_rate_schedule)
+
+
 SGDOptimizer = SGD
 MomentumOptimizer = Momentum
 AdamOptimizer = Adam
+AdamWOptimizer = AdamW

@@ -412,11 +412,22 @@ void Builder::PlaceableBlock(const std::vector<Var>& inputs, const std::vector<V
              [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub); });
 }
 
-Var Builder::MatMul(const Var& x, const Var& y, bool transpose_x, bool transpose_y) {
+Var Builder::MatMul(const Var& x, const Var& y, bool transpose_x, bool transpose_y, float alpha) {
   return AppendOp("matmul", {{"X", {x}}, {"Y", {y}}}, {{"Out", 1}}, [&](proto::OpDesc* op) {
     SetAttr(op, "transpose_X", transpose_x);
     SetAttr(op, "transpose_Y", transpose_y);
+    if (alpha != 1.0f) SetAttr(op, "alpha", alpha);  // else the op's default
   })[0];
+}
+
+Var Builder::Softmax(const Var& x, int axis) {
+  return AppendOp("softmax", {{"X", {x}}}, {{"Out", 1}},
+                  [&](proto::OpDesc* op) { SetAttr(op, "axis", axis); })[0];
+}
+
+Var Builder::MaskedSoftmax(const Var& x, const Var& mask, int axis) {
+  return AppendOp("softmax", {{"X", {x}}, {"Mask", {mask}}}, {{"Out", 1}},
+                  [&](proto::OpDesc* op) { SetAttr(op, "axis", axis); })[0];
 }
 
 }  // namespace rill

@@ -135,11 +135,21 @@ void Momentum::AppendUpdate(Builder& builder, const Var& param, const Var& grad,
 }
 
 void Adam::AppendUpdate(Builder& builder, const Var& param, const Var& grad, const Var& lr) {
+  AppendAdamOp(builder, "adam", param, grad, lr, {});
+}
+
+void AdamW::AppendUpdate(Builder& builder, const Var& param, const Var& grad, const Var& lr) {
+  AppendAdamOp(builder, "adamw", param, grad, lr,
+               [&](proto::OpDesc* op) { SetAttr(op, "weight_decay", weight_decay_); });
+}
+
+void Adam::AppendAdamOp(Builder& builder, const std::string& type, const Var& param,
+                        const Var& grad, const Var& lr, const OpAttrs& more_attrs) {
   Var m1 = builder.Persistable(param.name + ".moment1", param.shape, 0, param.dtype);
   Var m2 = builder.Persistable(param.name + ".moment2", param.shape, 0, param.dtype);
   Var b1 = builder.Persistable(param.name + ".beta1_pow", {1}, beta1_, param.dtype);
   Var b2 = builder.Persistable(param.name + ".beta2_pow", {1}, beta2_, param.dtype);
-  builder.AppendOpTo("adam",
+  builder.AppendOpTo(type,
                      {{"Param", {param}},
                       {"Grad", {grad}},
                       {"LearningRate", {lr}},
@@ -156,6 +166,7 @@ void Adam::AppendUpdate(Builder& builder, const Var& param, const Var& grad, con
                        SetAttr(op, "beta1", beta1_);
                        SetAttr(op, "beta2", beta2_);
                        SetAttr(op, "epsilon", epsilon_);
+                       if (more_attrs) more_attrs(op);
                      });
 }
 

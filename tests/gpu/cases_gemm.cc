@@ -3,8 +3,9 @@
 // and with x_num_col_dims / y_num_col_dims above 1; matmul with every
 // transpose_X / transpose_Y pair, rank 2, rank 3 with a batched Y and rank 3
 // with a shared rank-2 Y, with alpha; both float32 and float64; products with
-// an empty side or an inner dim of 0; gradients with both outputs, with each
-// alone and without Out@GRAD.
+// an empty side or an inner dim of 0; batch dims that broadcast (a gradient
+// then sums over the products that share a matrix); gradients with both
+// outputs, with each alone and without Out@GRAD.
 //
 // Not exact: cuBLAS adds each product's K terms in an order of its own
 // (blocked, with FMA, perhaps split over K), OpenBLAS in another. Both round
@@ -110,6 +111,29 @@ void AddMatmulCases(std::vector<Case>* cases, Batching batching, int64_t batch, 
   cases->push_back(GradCase("matmul_grad", x, y, nullptr, {"X@GRAD", "Y@GRAD"}, 0, attrs));
 }
 
+// matmul and matmul_grad of X [x_shape] and Y [y_shape] whose batch dims
+// broadcast to Out [out_shape] (no transposes); an X (Y) matrix is read by
+// x_uses (y_uses) products, whose terms its gradient sums.
+void AddBroadcastMatmulCases(std::vector<Case>* cases, const Shape& x_shape, const Shape& y_shape,
+                             const Shape& out_shape, int64_t x_uses, int64_t y_uses, DataType dtype,
+                             uint64_t seed) {
+  using testing::RandomTensor;
+  const Tensor x = RandomTensor(x_shape, seed, -1, 1, dtype);
+  const Tensor y = RandomTensor(y_shape, seed + 1, -1, 1, dtype);
+  const Tensor dout = RandomTensor(out_shape, seed + 2, -1, 1, dtype);
+  const int64_t m = x_shape[x_shape.size() - 2];
+  const int64_t k = x_shape.back();
+  const int64_t n = y_shape.back();
+  const double tol_dx = SumTolerance(dtype, n * x_uses);
+  const double tol_dy = SumTolerance(dtype, m * y_uses);
+  const Attrs attrs;
+  cases->push_back({"matmul", {{"X", x}, {"Y", y}}, {"Out"}, SumTolerance(dtype, k), 0, attrs});
+  cases->push_back(
+      GradCase("matmul_grad", x, y, &dout, {"X@GRAD", "Y@GRAD"}, std::max(tol_dx, tol_dy), attrs));
+  cases->push_back(GradCase("matmul_grad", x, y, &dout, {"X@GRAD"}, tol_dx, attrs));
+  cases->push_back(GradCase("matmul_grad", x, y, &dout, {"Y@GRAD"}, tol_dy, attrs));
+}
+
 }  // namespace
 
 std::vector<Case> GemmCases() {
@@ -154,6 +178,12 @@ std::vector<Case> GemmCases() {
     AddMatmulCases(&cases, Batching::kNone, 1, 4, 0, 3, tx, false, 1.0f, kF64, 516);
     AddMatmulCases(&cases, Batching::kSharedY, 2, 4, 0, 3, tx, true, 1.0f, kF32, 519);
   }
+  // Broadcast batch dims (attention's shapes): one X for every head, one Y
+  // for every batch, a shared rank-2 X, and both sides broadcast.
+  AddBroadcastMatmulCases(&cases, {2, 1, 9, 16}, {2, 4, 16, 9}, {2, 4, 9, 9}, 4, 1, kF32, 601);
+  AddBroadcastMatmulCases(&cases, {2, 4, 9, 16}, {2, 1, 16, 9}, {2, 4, 9, 9}, 1, 4, kF64, 604);
+  AddBroadcastMatmulCases(&cases, {9, 16}, {3, 16, 7}, {3, 9, 7}, 3, 1, kF32, 607);
+  AddBroadcastMatmulCases(&cases, {2, 9, 16}, {3, 1, 16, 7}, {3, 2, 9, 7}, 3, 2, kF32, 610);
   return cases;
 }
 

@@ -136,6 +136,33 @@ std::vector<Case> OptimizerCases() {
        adam_outputs,
        kAtol64,
        kRtol64},
+      // adamw: PyTorch's default decay on float32, a large one on float64
+      // with other betas (the decay's factor is one more rounded product).
+      {"adamw",
+       {{"Param", big_p},
+        {"Grad", big_g},
+        {"LearningRate", Scalar32(0.01f)},
+        {"Moment1", big_m1},
+        {"Moment2", big_m2},
+        {"Beta1Pow", Scalar32(0.9f)},
+        {"Beta2Pow", Scalar32(0.999f)}},
+       adam_outputs,
+       kAtol32,
+       kRtol32},
+      {"adamw",
+       {{"Param", p64},
+        {"Grad", g64},
+        {"LearningRate", Scalar64(0.002)},
+        {"Moment1", v64},
+        {"Moment2", m2_64},
+        {"Beta1Pow", Scalar64(0.8 * 0.8)},
+        {"Beta2Pow", Scalar64(0.99 * 0.99)}},
+       adam_outputs,
+       kAtol64,
+       kRtol64,
+       {{"beta1", FloatAttr("beta1", 0.8f)},
+        {"beta2", FloatAttr("beta2", 0.99f)},
+        {"weight_decay", FloatAttr("weight_decay", 5.0f)}}},
       // warmup_cosine_decay: in the warm-up, on the cosine, past its end;
       // float32 and float64 rates (the device's cos may differ from the
       // host's in the last place).

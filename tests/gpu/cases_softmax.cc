@@ -1,6 +1,7 @@
-// Agreement cases of the softmax-family CUDA kernels (ops/nn/softmax_cuda.cu):
-// softmax, softmax_with_cross_entropy, cross_entropy (and their gradients)
-// and accuracy.
+// Agreement cases of the softmax-family CUDA kernels (ops/nn/softmax_cuda.cu,
+// ops/nn/softmax_axis_cuda.cu): softmax (along any axis, with a mask),
+// softmax_with_cross_entropy, cross_entropy (and their gradients) and
+// accuracy.
 //
 // Tolerances. The CUDA kernels take every row sum in the CPU's order (left to
 // right) with each operation rounded on its own (the _rn intrinsics; the
@@ -101,6 +102,32 @@ void SoftmaxFamily(std::vector<Case>& cases) {
   cases.push_back({"softmax_grad", {{"Out", y164}, {"Out@GRAD", dy164}}, {"X@GRAD"}, 0, 0});
   cases.push_back({"softmax_grad", {{"Out", y}}, {"X@GRAD"}, 0, 0});  // no Out@GRAD: zeros
   cases.push_back({"softmax_grad", {{"Out", y64}}, {"X@GRAD"}, 0, 0});
+
+  // softmax along other axes and with a mask (softmax_axis_cuda.cu): the
+  // same tolerances, the gradient bit for bit. Attention's padding mask
+  // [B, 1, 1, T] on scores [B, H, T, T] (the batches keep 37, 26, 15 keys), a mask
+  // along an inner axis with a column masked everywhere (zeros), axes 0 and 1.
+  const auto axis = [](int value) {
+    return std::vector<std::pair<std::string, proto::Attr>>{{"axis", IntAttr("axis", value)}};
+  };
+  const Tensor scores = RandomTensor({3, 4, 37, 37}, 41, -8, 8, f32);
+  std::vector<float> padding(3 * 37);
+  for (int64_t i = 0; i < 3 * 37; ++i) padding[i] = i % 37 < 37 - 11 * (i / 37) ? 1.0f : 0.0f;
+  const Tensor pad_mask = testing::MakeTensor<float>({3, 1, 1, 37}, padding);
+  cases.push_back({"softmax", {{"X", scores}, {"Mask", pad_mask}}, {"Out"}, 1e-7, 1e-5});
+  const Tensor inner = RandomTensor({5, 300, 6}, 42, -5, 5, f64);
+  std::vector<double> columns(300 * 6);
+  for (size_t i = 0; i < columns.size(); ++i) columns[i] = (i % 6 == 2 || i % 7 == 0) ? 0 : 1;
+  const Tensor inner_mask = testing::MakeTensor<double>({300, 6}, columns);
+  cases.push_back(
+      {"softmax", {{"X", inner}, {"Mask", inner_mask}}, {"Out"}, 1e-15, 1e-12, axis(1)});
+  cases.push_back({"softmax", {{"X", r3}}, {"Out"}, 1e-7, 1e-5, axis(0)});
+  cases.push_back({"softmax", {{"X", r3}}, {"Out"}, 1e-7, 1e-5, axis(-2)});
+  const Tensor ya = RandomTensor({4, 300, 5}, 43, 0, 1, f32);
+  const Tensor dya = RandomTensor({4, 300, 5}, 44, -1, 1, f32);
+  cases.push_back({"softmax_grad", {{"Out", ya}, {"Out@GRAD", dya}}, {"X@GRAD"}, 0, 0, axis(1)});
+  cases.push_back({"softmax_grad", {{"Out", ya}, {"Out@GRAD", dya}}, {"X@GRAD"}, 0, 0, axis(0)});
+  cases.push_back({"softmax_grad", {{"Out", ya}}, {"X@GRAD"}, 0, 0, axis(1)});
 
   // softmax_with_cross_entropy: hard labels (int64 [N, 1]) and soft ones
   // (non-negative, not normalised: the loss scales by their sum).

@@ -4,7 +4,7 @@
 //   python_reference programs DIR
 //     Builds each case below with rill::Builder (seed 3) and writes
 //     DIR/<case>.main.pb and DIR/<case>.startup.pb.
-//   python_reference train DIR STEPS sgd|sgd_cosine|adam [PLACES]
+//   python_reference train DIR STEPS sgd|sgd_cosine|adam|adamw [PLACES]
 //     Builds the MLP of case "mlp" (seed 3) with the optimizer, runs the
 //     startup program, then STEPS steps feeding DIR/x<i>.npy and DIR/y<i>.npy
 //     (the reference Executor, or a ParallelExecutor on PLACES), and writes the
@@ -97,6 +97,17 @@ const std::map<std::string, std::function<void(Builder&)>>& Cases() {
          b.BatchNorm(b.Data("x", {-1, 6}), Activation::kNone, 0.5f, 1e-3f);
          b.Gelu(b.LayerNorm(image, 2, 1e-4f));
        }},
+      {"attention",
+       [](Builder& b) {
+         Var q = b.Data("q", {-1, 2, 3, 4});
+         Var k = b.Data("k", {-1, 2, 3, 4});
+         Var mask = b.Data("mask", {-1, 1, 1, 3});
+         Var scores = b.MatMul(q, k, false, true, 0.5f);
+         Var weights = b.MaskedSoftmax(scores, mask);
+         b.MatMul(weights, k);
+         b.Softmax(q, 1);
+         b.MatMul(q, b.Data("w", {4, 5}, DataType::kFloat32));
+       }},
       {"embedding",
        [](Builder& b) {
          Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
@@ -139,6 +150,8 @@ void Train(const std::string& dir, int steps, const std::string& optimizer,
     SGD sgd(0.1f);
     sgd.set_learning_rate_schedule(WarmupCosineDecay(2, 3, 0.1f));
     sgd.Minimize(b, loss);
+  } else if (optimizer == "adamw") {
+    AdamW(0.01f, 0.1f).Minimize(b, loss);
   } else {
     Adam(0.01f).Minimize(b, loss);
   }
@@ -173,7 +186,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if ((args.size() == 4 || args.size() == 5) && args[0] == "train" &&
-        (args[3] == "sgd" || args[3] == "sgd_cosine" || args[3] == "adam")) {
+        (args[3] == "sgd" || args[3] == "sgd_cosine" || args[3] == "adam" || args[3] == "adamw")) {
       rill::Train(args[1], std::stoi(args[2]), args[3], args.size() == 5 ? args[4] : "");
       return 0;
     }
@@ -181,7 +194,7 @@ int main(int argc, char** argv) {
     std::cerr << "python_reference: " << error.what() << "\n";
     return 1;
   }
-  std::cerr
-      << "usage: python_reference programs DIR | train DIR STEPS sgd|sgd_cosine|adam [PLACES]\n";
+  std::cerr << "usage: python_reference programs DIR | train DIR STEPS sgd|sgd_cosine|adam|adamw "
+               "[PLACES]\n";
   return 2;
 }

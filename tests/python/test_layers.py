@@ -94,6 +94,16 @@ def case_norm():
             layers.gelu(layers.layer_norm(image, begin_norm_axis=2, epsilon=1e-4))]
 
 
+def case_attention():
+    q = layers.data("q", shape=[2, 3, 4])
+    k = layers.data("k", shape=[2, 3, 4])
+    mask = layers.data("mask", shape=[1, 1, 3])
+    scores = layers.matmul(q, k, transpose_y=True, alpha=0.5)
+    weights = layers.softmax(scores, mask=mask)
+    return [scores, weights, layers.matmul(weights, k), layers.softmax(q, axis=1),
+            layers.matmul(q, layers.data("w", shape=[4, 5], append_batch_size=False))]
+
+
 def case_embedding():
     ids = layers.data("ids", shape=[1], dtype="int64")
     return [layers.embedding(ids, size=[10, 4]),
@@ -108,7 +118,7 @@ def case_mlp_momentum_l2_clip():
     return optimizer.minimize(mlp())
 
 
-CASES = {"norm": case_norm, "mlp_momentum_l2_clip": case_mlp_momentum_l2_clip, "conv_pool": case_conv_pool, "shapes": case_shapes, "embedding": case_embedding,
+CASES = {"attention": case_attention, "norm": case_norm, "mlp_momentum_l2_clip": case_mlp_momentum_l2_clip, "conv_pool": case_conv_pool, "shapes": case_shapes, "embedding": case_embedding,
          "fc": case_fc, "activations": case_activations, "losses": case_losses,
          "elementwise": case_elementwise, "mlp": mlp, "backward": case_backward,
          "mlp_sgd": case_mlp_sgd, "mlp_adam": case_mlp_adam}
@@ -266,6 +276,29 @@ def test_normalisation_layers_match_numpy():
     run_var = scope.get("batch_norm_0.variance").reshape(1, 2, 1, 1)
     np.testing.assert_allclose(got, np.maximum((wide - run_mean) / np.sqrt(run_var + 1e-5), 0),
                                rtol=1e-4, atol=1e-5)
+
+
+def test_attention_layers_match_numpy():
+    rng = np.random.RandomState(7)
+    q = rng.randn(2, 2, 3, 4).astype(np.float32)
+    k = rng.randn(2, 2, 3, 4).astype(np.float32)
+    w = rng.randn(4, 5).astype(np.float32)
+    mask = np.array([1, 1, 0, 1, 0, 0], np.float32).reshape(2, 1, 1, 3)
+    main, startup, outs = build(case_attention)
+    (scores, weights, context, by_axis, projected), _ = run_once(
+        main, startup, {"q": q, "k": k, "mask": mask, "w": w}, outs)
+    q64, k64 = q.astype(np.float64), k.astype(np.float64)
+    want_scores = 0.5 * q64 @ k64.transpose(0, 1, 3, 2)
+    np.testing.assert_allclose(scores, want_scores, rtol=1e-5, atol=1e-6)
+    kept = np.broadcast_to(mask, want_scores.shape) != 0
+    e = np.where(kept, np.exp(want_scores - want_scores.max(-1, keepdims=True)), 0.0)
+    want_weights = e / e.sum(-1, keepdims=True)
+    np.testing.assert_allclose(weights, want_weights, rtol=1e-5, atol=1e-6)
+    assert (weights[1, :, :, 1:] == 0).all()  # the second example keeps one key
+    np.testing.assert_allclose(context, want_weights @ k64, rtol=1e-5, atol=1e-6)
+    e = np.exp(q64 - q64.max(1, keepdims=True))
+    np.testing.assert_allclose(by_axis, e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(projected, q64 @ w, rtol=1e-5, atol=1e-5)
 
 
 def test_operators_need_variables():

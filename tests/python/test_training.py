@@ -57,7 +57,8 @@ OPTIMIZERS = {"sgd": lambda: rill.optimizer.SGD(learning_rate=0.1),
               "sgd_cosine": lambda: rill.optimizer.SGD(
                   learning_rate=0.1,
                   learning_rate_schedule=rill.optimizer.WarmupCosineDecay(2, 3, 0.1)),
-              "adam": lambda: rill.optimizer.Adam(learning_rate=0.01)}
+              "adam": lambda: rill.optimizer.Adam(learning_rate=0.01),
+              "adamw": lambda: rill.optimizer.AdamW(learning_rate=0.01, weight_decay=0.1)}
 
 
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))

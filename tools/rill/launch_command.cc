@@ -215,7 +215,7 @@ Command AddLaunchCommand(CLI::App& rill) {
       ->check(AtLeast(1));
   app->add_option("--model", flags->model,
                   "mlp, cnn or linreg: the model, for the transpiler and the trainers");
-  app->add_option("--optimizer", flags->optimizer, "sgd, momentum or adam");
+  app->add_option("--optimizer", flags->optimizer, "sgd, momentum, adam or adamw (weight decay 0.01)");
   app->add_option("--lr", flags->lr, "learning rate")->type_name("X")->check(Positive());
   app->add_option("--seed", flags->seed, "seed of the initialisers")->type_name("N");
   app->add_flag("--async", flags->async, "apply each gradient on arrival (default: sync)");

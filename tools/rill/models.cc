@@ -75,8 +75,9 @@ std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr) {
   if (name == "sgd") return std::make_unique<SGD>(lr);
   if (name == "momentum") return std::make_unique<Momentum>(lr);
   if (name == "adam") return std::make_unique<Adam>(lr);
+  if (name == "adamw") return std::make_unique<AdamW>(lr);
   Fail(ErrorCode::kInvalidArgument, "unknown optimizer \"", name,
-       "\" (expected sgd, momentum or adam)");
+       "\" (expected sgd, momentum, adam or adamw)");
 }
 
 }  // namespace rill::cli

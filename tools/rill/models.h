@@ -26,8 +26,8 @@ struct Classifier {
 // kInvalidArgument for another name.
 Classifier BuildClassifier(Builder& builder, const std::string& model);
 
-// "sgd", "momentum" or "adam" at learning rate `lr`; throws kInvalidArgument
-// for another name.
+// "sgd", "momentum", "adam" or "adamw" (weight decay 0.01, PyTorch's default)
+// at learning rate `lr`; throws kInvalidArgument for another name.
 std::unique_ptr<Optimizer> MakeOptimizer(const std::string& name, float lr);
 
 }  // namespace rill::cli

@@ -621,7 +621,7 @@ Command AddTrainCommand(CLI::App& rill) {
       ->check(AtLeast(1));
   app->add_option("--batch", opt->batch, "batch size")->type_name("N")->check(AtLeast(1));
   app->add_option("--lr", opt->lr, "learning rate")->type_name("X")->check(Positive());
-  app->add_option("--optimizer", opt->optimizer, "sgd, momentum or adam");
+  app->add_option("--optimizer", opt->optimizer, "sgd, momentum, adam or adamw (weight decay 0.01)");
   app->add_option("--lr-schedule", opt->lr_schedule,
                   "constant, or cosine: --warmup-steps of linear warm-up to --lr, then\n"
                   "half a cosine down to 0 at the job's last step")

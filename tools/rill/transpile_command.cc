@@ -86,7 +86,7 @@ Command AddTranspileCommand(CLI::App& rill) {
                   "mlp, cnn or linreg: or build a Fashion-MNIST classifier (as rill\n"
                   "train does) with its optimizer in a placeable block")
       ->type_name("NAME");
-  app->add_option("--optimizer", flags->optimizer, "with --model: sgd, momentum or adam");
+  app->add_option("--optimizer", flags->optimizer, "with --model: sgd, momentum, adam or adamw");
   app->add_option("--lr", flags->lr, "with --model: the learning rate")
       ->type_name("X")
       ->check(Positive());

@@ -1,9 +1,12 @@
-// Tests of adam: repeated steps against a float64 reference of PyTorch's
-// bias-corrected update, in-place updates of every state tensor.
+// Tests of adam and adamw: repeated steps against a float64 reference of
+// PyTorch's bias-corrected update (torch.optim.Adam, torch.optim.AdamW),
+// in-place updates of every state tensor, adamw with weight_decay 0 against
+// adam bit for bit.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "rill/builder.h"
 #include "rill/error.h"
@@ -64,17 +67,21 @@ std::vector<VarSpec> AdamVars(const Shape& shape, DataType dtype) {
           {"b2p", {1}, dtype}};
 }
 
-// torch.optim.Adam's update, in float64 with exact powers beta^t.
+// torch.optim.Adam's update, in float64 with exact powers beta^t; with a
+// weight_decay, torch.optim.AdamW's (the parameter scaled by 1 - lr * wd
+// before Adam's step).
 struct ReferenceAdam {
   double lr, beta1, beta2, eps;
   std::vector<double> p, m, v;
   int t = 0;
+  double weight_decay = 0;
 
   void Step(const std::vector<double>& g) {
     ++t;
     const double bc1 = 1 - std::pow(beta1, t);
     const double bc2 = 1 - std::pow(beta2, t);
     for (size_t i = 0; i < p.size(); ++i) {
+      p[i] *= 1 - lr * weight_decay;
       m[i] = beta1 * m[i] + (1 - beta1) * g[i];
       v[i] = beta2 * v[i] + (1 - beta2) * g[i] * g[i];
       p[i] -= lr / bc1 * m[i] / (std::sqrt(v[i]) / std::sqrt(bc2) + eps);
@@ -82,16 +89,19 @@ struct ReferenceAdam {
   }
 };
 
-// Steps of adam on a `shape` parameter with fresh gradients, against the
-// reference; every state tensor must keep its buffer. The float32 attributes
-// stand for the decimals given here (0.9f is read as 0.9).
+// Steps of adam (adamw when weight_decay > 0) on a `shape` parameter with
+// fresh gradients, against the reference; every state tensor must keep its
+// buffer. The float32 attributes stand for the decimals given here (0.9f is
+// read as 0.9).
 void CheckSteps(DataType dtype, const Shape& shape, double beta1, double beta2, double eps,
-                double tol) {
+                double tol, double weight_decay = 0) {
+  const std::string type = weight_decay > 0 ? "adamw" : "adam";
   auto program =
-      OneOpProgram("adam", AdamVars(shape, dtype), kInputs, kOutputs, [&](proto::OpDesc* op) {
+      OneOpProgram(type, AdamVars(shape, dtype), kInputs, kOutputs, [&](proto::OpDesc* op) {
         SetAttr(op, "beta1", static_cast<float>(beta1));
         SetAttr(op, "beta2", static_cast<float>(beta2));
         SetAttr(op, "epsilon", static_cast<float>(eps));
+        if (weight_decay > 0) SetAttr(op, "weight_decay", static_cast<float>(weight_decay));
       });
   Scope scope;
   scope.Var("p")->mutable_tensor()->CopyFrom(RandomTensor(shape, 1, -1, 1, dtype));
@@ -102,6 +112,7 @@ void CheckSteps(DataType dtype, const Shape& shape, double beta1, double beta2, 
   scope.Var("b2p")->mutable_tensor()->CopyFrom(Filled(dtype, {1}, beta2));
   scope.Var("lr")->mutable_tensor()->CopyFrom(Filled(DataType::kFloat32, {1}, 0.01));
   ReferenceAdam ref{0.01, beta1, beta2, eps, ToDoubles(scope.GetTensor("p")), {}, {}};
+  ref.weight_decay = weight_decay;
   ref.m.assign(ref.p.size(), 0);
   ref.v.assign(ref.p.size(), 0);
   std::vector<const void*> buffers;
@@ -168,19 +179,23 @@ TEST(AdamOpTest, FirstStepMovesByTheLearningRate) {
   EXPECT_NEAR(out[2].GetAsDouble(0), 0.998001, 1e-7);
 }
 
-// Adam::Minimize end to end: loss = max(w), a one-hot gradient at the argmax.
-// The startup program sets Beta1Pow/Beta2Pow to beta1/beta2 in w's type.
-void CheckOptimizer(DataType dtype, double tol) {
+// Adam::Minimize (AdamW's when weight_decay > 0) end to end: loss = max(w), a
+// one-hot gradient at the argmax. The startup program sets Beta1Pow/Beta2Pow
+// to beta1/beta2 in w's type.
+void CheckOptimizer(DataType dtype, double tol, double weight_decay = 0) {
   Program main, startup;
   Builder b(&main, &startup, 2);
   Var w = b.Parameter("w", {1, 6}, Initializer::Uniform(-1, 1), dtype);
   auto top = b.AppendOp("top_k", {{"X", {w}}}, {{"Out", 1}, {"Indices", 1}});
   Adam adam(0.05f);
-  adam.Minimize(b, top[0]);
+  AdamW adamw(0.05f, static_cast<float>(weight_decay));
+  Optimizer& optimizer = weight_decay > 0 ? static_cast<Optimizer&>(adamw) : adam;
+  optimizer.Minimize(b, top[0]);
   Scope scope;
   Executor exe;
   exe.Run(startup.desc(), &scope);
   ReferenceAdam ref{0.05, 0.9, 0.999, 1e-8, ToDoubles(scope.GetTensor("w")), {}, {}};
+  ref.weight_decay = weight_decay;
   ref.m.assign(6, 0);
   ref.v.assign(6, 0);
   const void* buffer = scope.GetTensor("w").raw_data();
@@ -200,6 +215,68 @@ void CheckOptimizer(DataType dtype, double tol) {
 TEST(AdamOpTest, OptimizerMinimizesFloat32) { CheckOptimizer(DataType::kFloat32, 2e-6); }
 
 TEST(AdamOpTest, OptimizerMinimizesFloat64) { CheckOptimizer(DataType::kFloat64, 1e-13); }
+
+TEST(AdamWOpTest, StepsMatchTorchAdamW) {
+  CheckSteps(DataType::kFloat32, {3, 4}, 0.9, 0.999, 1e-8, 2e-6, 0.1);
+  CheckSteps(DataType::kFloat64, {3, 337}, 0.9, 0.999, 1e-8, 1e-13, 0.1);
+  CheckSteps(DataType::kFloat64, {5}, 0.5, 0.75, 0.25, 1e-13, 2.5);
+}
+
+TEST(AdamWOpTest, OptimizerMinimizes) {
+  CheckOptimizer(DataType::kFloat32, 2e-6, 0.2);
+  CheckOptimizer(DataType::kFloat64, 1e-13, 0.2);
+}
+
+// With a zero gradient the moments stay 0 and Adam's step is 0 / (0 + eps):
+// only the decay moves Param, by exactly the factor 1 - lr * weight_decay.
+TEST(AdamWOpTest, AZeroGradientOnlyDecays) {
+  const DataType f = DataType::kFloat64;
+  auto program = OneOpProgram("adamw", AdamVars({3}, f), kInputs, kOutputs,
+                              [](proto::OpDesc* op) { SetAttr(op, "weight_decay", 0.5f); });
+  Scope scope;
+  auto out = Executor().Run(program, &scope,
+                            {{"p", MakeTensor<double>({3}, {1, -2, 0.25})},
+                             {"g", Filled(f, {3}, 0)},
+                             {"lr", Filled(DataType::kFloat32, {1}, 0.1)},
+                             {"m1", Filled(f, {3}, 0)},
+                             {"m2", Filled(f, {3}, 0)},
+                             {"b1p", Filled(f, {1}, 0.9)},
+                             {"b2p", Filled(f, {1}, 0.999)}},
+                            {"p"});
+  // lr 0.1f and weight_decay 0.5f are read as the decimals 0.1 and 0.5.
+  const double decay = 1 - 0.1 * 0.5;
+  EXPECT_EQ(ToDoubles(out[0]), (std::vector<double>{decay, -2 * decay, 0.25 * decay}));
+}
+
+// adamw with weight_decay 0 is adam, bit for bit, on the vector lanes and the
+// scalar tail alike (an odd count), in both types.
+TEST(AdamWOpTest, NoWeightDecayIsAdamBitForBit) {
+  for (const DataType dtype : {DataType::kFloat32, DataType::kFloat64}) {
+    const Shape shape = {2, 37};
+    std::vector<Tensor> params;
+    for (const std::string type : {"adam", "adamw"}) {
+      auto program =
+          OneOpProgram(type, AdamVars(shape, dtype), kInputs, kOutputs, [&](proto::OpDesc* op) {
+            if (type == "adamw") SetAttr(op, "weight_decay", 0.0f);
+          });
+      Scope scope;
+      scope.Var("p")->mutable_tensor()->CopyFrom(RandomTensor(shape, 3, -1, 1, dtype));
+      scope.Var("m1")->mutable_tensor()->CopyFrom(Filled(dtype, shape, 0));
+      scope.Var("m2")->mutable_tensor()->CopyFrom(Filled(dtype, shape, 0));
+      scope.Var("b1p")->mutable_tensor()->CopyFrom(Filled(dtype, {1}, 0.9));
+      scope.Var("b2p")->mutable_tensor()->CopyFrom(Filled(dtype, {1}, 0.999));
+      scope.Var("lr")->mutable_tensor()->CopyFrom(Filled(DataType::kFloat32, {1}, 0.01));
+      Executor exe;
+      auto step = exe.Prepare(program, &scope);
+      for (int s = 0; s < 5; ++s)
+        exe.Run(*step, {{"g", RandomTensor(shape, 40 + s, -1, 1, dtype)}});
+      params.push_back(scope.GetTensor("p"));
+    }
+    ASSERT_EQ(params[0].bytes(), params[1].bytes());
+    EXPECT_EQ(std::memcmp(params[0].raw_data(), params[1].raw_data(), params[0].bytes()), 0)
+        << DataTypeName(dtype);
+  }
+}
 
 TEST(AdamOpTest, RejectsMismatchedInputs) {
   const DataType f = DataType::kFloat32;

@@ -92,6 +92,23 @@ TEST(SparseUpdateTest, AdamIsLazyOnRowsWithoutGradient) {
   EXPECT_DOUBLE_EQ(sparse.GetTensor("Beta1Pow").GetAsDouble(0), 0.9 * 0.9);
 }
 
+// AdamW would decay rows a sparse step means not to touch: it refuses.
+TEST(SparseUpdateTest, AdamWRefusesASparseGradient) {
+  Scope sparse, dense;
+  Prepare(&sparse, &dense, {"Moment1", "Moment2"});
+  sparse.Var("Beta1Pow")->mutable_tensor()->CopyFrom(MakeTensor<double>({1}, {0.9}));
+  sparse.Var("Beta2Pow")->mutable_tensor()->CopyFrom(MakeTensor<double>({1}, {0.999}));
+  try {
+    RunOptimizer("adamw",
+                 {"Param", "Grad", "LearningRate", "Moment1", "Moment2", "Beta1Pow", "Beta2Pow"},
+                 {"ParamOut", "Moment1Out", "Moment2Out", "Beta1PowOut", "Beta2PowOut"}, &sparse);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("adamw takes a dense Grad"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(SparseUpdateTest, MomentumAppliesASparseGradientDense) {
   Scope sparse, dense;
   Prepare(&sparse, &dense, {"Velocity"});

@@ -117,6 +117,13 @@ class Builder {
   Var Sigmoid(const Var& x) { return Activate(x, Activation::kSigmoid); }
   Var Tanh(const Var& x) { return Activate(x, Activation::kTanh); }
   Var Softmax(const Var& x) { return Activate(x, Activation::kSoftmax); }
+  // Softmax along `axis` (negative counts from the end).
+  Var Softmax(const Var& x, int axis);
+  // Softmax along `axis` where `mask` (x's type, broadcasting to x: its dims
+  // aligned to x's last ones, each 1 or x's, e.g. [B, 1, 1, T] for attention
+  // scores [B, H, T, T]) is non-zero; masked elements get 0, and a row masked
+  // everywhere is all zeros. No gradient flows into the mask.
+  Var MaskedSoftmax(const Var& x, const Var& mask, int axis = -1);
   // 0.5 * x * (1 + erf(x / sqrt(2))), the exact GELU.
   Var Gelu(const Var& x) { return Activate(x, Activation::kGelu); }
   // Batch normalisation over the channels (dim 1) of [N, C] or NCHW x
@@ -153,7 +160,11 @@ class Builder {
   Var Mul(const Var& x, const Var& y, int axis = -1);
   Var Div(const Var& x, const Var& y, int axis = -1);
   Var Sum(const std::vector<Var>& xs);
-  Var MatMul(const Var& x, const Var& y, bool transpose_x = false, bool transpose_y = false);
+  // alpha * op(x) op(y) over the last two dims, op transposing when asked;
+  // the leading (batch) dims broadcast as numpy's matmul: [B, H, T, D] x
+  // [B, H, D, T], [B, T, D] x [D, E], [B, 1, T, D] x [B, H, D, T].
+  Var MatMul(const Var& x, const Var& y, bool transpose_x = false, bool transpose_y = false,
+             float alpha = 1.0f);
 
   // -- blocks ------------------------------------------------------------------
   // parallel_do: `body` appends ops to a new sub-block, which runs on `places`

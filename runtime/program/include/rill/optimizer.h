@@ -127,8 +127,32 @@ class Adam : public Optimizer {
  protected:
   void AppendUpdate(Builder& builder, const Var& param, const Var& grad, const Var& lr) override;
 
+  // Appends op `type` (adam or adamw) on param's moments and beta powers,
+  // with Adam's attributes and then `more_attrs`.
+  void AppendAdamOp(Builder& builder, const std::string& type, const Var& param, const Var& grad,
+                    const Var& lr, const OpAttrs& more_attrs);
+
  private:
   float beta1_, beta2_, epsilon_;
+};
+
+// Adam with decoupled weight decay, as torch.optim.AdamW (op adamw): each
+// step scales the parameter by 1 - lr * weight_decay, then takes Adam's step
+// (the decay does not enter the moments, unlike set_l2). Dense gradients only.
+//
+//   AdamW adamw(1e-3, /*weight_decay=*/0.01f);
+//   adamw.Minimize(builder, loss);
+class AdamW : public Adam {
+ public:
+  AdamW(float learning_rate, float weight_decay = 0.01f, float beta1 = 0.9f, float beta2 = 0.999f,
+        float epsilon = 1e-8f)
+      : Adam(learning_rate, beta1, beta2, epsilon), weight_decay_(weight_decay) {}
+
+ protected:
+  void AppendUpdate(Builder& builder, const Var& param, const Var& grad, const Var& lr) override;
+
+ private:
+  float weight_decay_;
 };
 
 }  // namespace rill

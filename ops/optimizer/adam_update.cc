@@ -1,0 +1,258 @@
+// The CPU update of adam and adamw (adam_update.h): Adam with bias
+// correction, computed as PyTorch's torch.optim.Adam does, after AdamW's
+// decoupled decay of Param when there is one.
+#include "ops/optimizer/adam_update.h"
+
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
+#include <immintrin.h>
+#define RILL_ADAM_X86 1
+#endif
+
+#include "ops/optimizer/optimizer_util.h"
+
+namespace rill {
+namespace {
+
+// A float32 such as 0.9f stands for the decimal 0.9: widening it through its
+// shortest decimal form gives the double a Python user would have written.
+// Writes one value into a one-element output of the given float type. `shape`
+// is copied by Allocate before anything else changes, so it may be out's own.
+void WriteScalar(Tensor* out, DataType dtype, const Shape& shape, double value) {
+  VisitFloatType(dtype, [&]<class T>() { out->Allocate<T>(shape)[0] = static_cast<T>(value); });
+}
+
+template <class T>
+struct AdamCoefficients {
+  T beta1, one_minus_beta1, beta2, one_minus_beta2;
+  T step_size;              // lr / (1 - beta1^t)
+  T bias_correction2_sqrt;  // sqrt(1 - beta2^t)
+  T epsilon;
+  T decay;  // 1 - lr * weight_decay: exactly 1 for adam, and p * 1 is p
+};
+
+// One element, in PyTorch's order of operations (AdamW's decay first):
+//   p = p * (1 - lr wd);  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g;
+//   p = p - step_size * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
+// The vector paths below do the same operations in the same order (no fused
+// multiply-add), so every path gives the same bits.
+template <class T>
+inline void AdamElement(T& p, T& m, T& v, T g, const AdamCoefficients<T>& c) {
+  m = c.beta1 * m + c.one_minus_beta1 * g;
+  v = c.beta2 * v + c.one_minus_beta2 * g * g;
+  p = p * c.decay - c.step_size * m / (std::sqrt(v) / c.bias_correction2_sqrt + c.epsilon);
+}
+
+#if defined(RILL_ADAM_X86)
+// The compiler does not vectorise std::sqrt (it may set errno), so the x86
+// paths are written with intrinsics: SSE2 (always there on x86-64) and AVX
+// (chosen at run time). Each returns how many leading elements it updated.
+int64_t AdamLanesSse2(float* p, float* m, float* v, const float* g, int64_t n,
+                      const AdamCoefficients<float>& c) {
+  const __m128 b1 = _mm_set1_ps(c.beta1), c1 = _mm_set1_ps(c.one_minus_beta1);
+  const __m128 b2 = _mm_set1_ps(c.beta2), c2 = _mm_set1_ps(c.one_minus_beta2);
+  const __m128 step = _mm_set1_ps(c.step_size), bc2 = _mm_set1_ps(c.bias_correction2_sqrt);
+  const __m128 eps = _mm_set1_ps(c.epsilon), decay = _mm_set1_ps(c.decay);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128 gi = _mm_loadu_ps(g + i);
+    const __m128 mi = _mm_add_ps(_mm_mul_ps(b1, _mm_loadu_ps(m + i)), _mm_mul_ps(c1, gi));
+    const __m128 vi =
+        _mm_add_ps(_mm_mul_ps(b2, _mm_loadu_ps(v + i)), _mm_mul_ps(_mm_mul_ps(c2, gi), gi));
+    const __m128 denom = _mm_add_ps(_mm_div_ps(_mm_sqrt_ps(vi), bc2), eps);
+    _mm_storeu_ps(m + i, mi);
+    _mm_storeu_ps(v + i, vi);
+    const __m128 pi = _mm_mul_ps(_mm_loadu_ps(p + i), decay);
+    _mm_storeu_ps(p + i, _mm_sub_ps(pi, _mm_div_ps(_mm_mul_ps(step, mi), denom)));
+  }
+  return i;
+}
+
+int64_t AdamLanesSse2(double* p, double* m, double* v, const double* g, int64_t n,
+                      const AdamCoefficients<double>& c) {
+  const __m128d b1 = _mm_set1_pd(c.beta1), c1 = _mm_set1_pd(c.one_minus_beta1);
+  const __m128d b2 = _mm_set1_pd(c.beta2), c2 = _mm_set1_pd(c.one_minus_beta2);
+  const __m128d step = _mm_set1_pd(c.step_size), bc2 = _mm_set1_pd(c.bias_correction2_sqrt);
+  const __m128d eps = _mm_set1_pd(c.epsilon), decay = _mm_set1_pd(c.decay);
+  int64_t i = 0;
+  for (; i + 2 <= n; i += 2) {
+    const __m128d gi = _mm_loadu_pd(g + i);
+    const __m128d mi = _mm_add_pd(_mm_mul_pd(b1, _mm_loadu_pd(m + i)), _mm_mul_pd(c1, gi));
+    const __m128d vi =
+        _mm_add_pd(_mm_mul_pd(b2, _mm_loadu_pd(v + i)), _mm_mul_pd(_mm_mul_pd(c2, gi), gi));
+    const __m128d denom = _mm_add_pd(_mm_div_pd(_mm_sqrt_pd(vi), bc2), eps);
+    _mm_storeu_pd(m + i, mi);
+    _mm_storeu_pd(v + i, vi);
+    const __m128d pi = _mm_mul_pd(_mm_loadu_pd(p + i), decay);
+    _mm_storeu_pd(p + i, _mm_sub_pd(pi, _mm_div_pd(_mm_mul_pd(step, mi), denom)));
+  }
+  return i;
+}
+
+__attribute__((target("avx"))) int64_t AdamLanesAvx(float* p, float* m, float* v, const float* g,
+                                                    int64_t n, const AdamCoefficients<float>& c) {
+  const __m256 b1 = _mm256_set1_ps(c.beta1), c1 = _mm256_set1_ps(c.one_minus_beta1);
+  const __m256 b2 = _mm256_set1_ps(c.beta2), c2 = _mm256_set1_ps(c.one_minus_beta2);
+  const __m256 step = _mm256_set1_ps(c.step_size);
+  const __m256 bc2 = _mm256_set1_ps(c.bias_correction2_sqrt);
+  const __m256 eps = _mm256_set1_ps(c.epsilon);
+  const __m256 decay = _mm256_set1_ps(c.decay);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 gi = _mm256_loadu_ps(g + i);
+    const __m256 mi =
+        _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
+    const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
+                                    _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
+    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    const __m256 pi = _mm256_mul_ps(_mm256_loadu_ps(p + i), decay);
+    _mm256_storeu_ps(p + i, _mm256_sub_ps(pi, _mm256_div_ps(_mm256_mul_ps(step, mi), denom)));
+  }
+  return i;
+}
+
+__attribute__((target("avx"))) int64_t AdamLanesAvx(double* p, double* m, double* v,
+                                                    const double* g, int64_t n,
+                                                    const AdamCoefficients<double>& c) {
+  const __m256d b1 = _mm256_set1_pd(c.beta1), c1 = _mm256_set1_pd(c.one_minus_beta1);
+  const __m256d b2 = _mm256_set1_pd(c.beta2), c2 = _mm256_set1_pd(c.one_minus_beta2);
+  const __m256d step = _mm256_set1_pd(c.step_size);
+  const __m256d bc2 = _mm256_set1_pd(c.bias_correction2_sqrt);
+  const __m256d eps = _mm256_set1_pd(c.epsilon);
+  const __m256d decay = _mm256_set1_pd(c.decay);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m256d gi = _mm256_loadu_pd(g + i);
+    const __m256d mi =
+        _mm256_add_pd(_mm256_mul_pd(b1, _mm256_loadu_pd(m + i)), _mm256_mul_pd(c1, gi));
+    const __m256d vi = _mm256_add_pd(_mm256_mul_pd(b2, _mm256_loadu_pd(v + i)),
+                                     _mm256_mul_pd(_mm256_mul_pd(c2, gi), gi));
+    const __m256d denom = _mm256_add_pd(_mm256_div_pd(_mm256_sqrt_pd(vi), bc2), eps);
+    _mm256_storeu_pd(m + i, mi);
+    _mm256_storeu_pd(v + i, vi);
+    const __m256d pi = _mm256_mul_pd(_mm256_loadu_pd(p + i), decay);
+    _mm256_storeu_pd(p + i, _mm256_sub_pd(pi, _mm256_div_pd(_mm256_mul_pd(step, mi), denom)));
+  }
+  return i;
+}
+
+bool HasAvx() {
+  static const bool has_avx = __builtin_cpu_supports("avx");
+  return has_avx;
+}
+#endif  // RILL_ADAM_X86
+
+template <class T>
+void AdamUpdate(T* p, T* m, T* v, const T* g, int64_t n, const AdamCoefficients<T>& c) {
+  int64_t done = 0;
+#if defined(RILL_ADAM_X86)
+  done = HasAvx() ? AdamLanesAvx(p, m, v, g, n, c) : AdamLanesSse2(p, m, v, g, n, c);
+#endif
+  for (int64_t i = done; i < n; ++i) AdamElement(p[i], m[i], v[i], g[i], c);
+}
+
+}  // namespace
+
+void AdamShape(ShapeContext& ctx) {
+  const DataType t = ctx.InputType("Param");
+  ctx.Check(t == DataType::kFloat32 || t == DataType::kFloat64,
+            "Param must be float32 or float64, is ", DataTypeName(t));
+  CheckLikeParam(ctx, "Grad");
+  CheckLikeParam(ctx, "Moment1");
+  CheckLikeParam(ctx, "Moment2");
+  CheckScalarSlot(ctx, "LearningRate");
+  CheckScalarSlot(ctx, "Beta1Pow");
+  CheckScalarSlot(ctx, "Beta2Pow");
+  const Shape& param = ctx.InputShape("Param");
+  ctx.SetOutput("ParamOut", param, t);
+  ctx.SetOutput("Moment1Out", param, t);
+  ctx.SetOutput("Moment2Out", param, t);
+  ctx.SetOutput("Beta1PowOut", ctx.InputShape("Beta1Pow"), ctx.InputType("Beta1Pow"));
+  ctx.SetOutput("Beta2PowOut", ctx.InputShape("Beta2Pow"), ctx.InputType("Beta2Pow"));
+}
+
+void RunAdamKernel(KernelContext& ctx, bool decoupled_decay) {
+  const Tensor& param = ctx.Input("Param");
+  // A sparse gradient updates its rows only ("lazy" Adam, as PyTorch's
+  // SparseAdam): the other rows keep their moments and values. AdamW would
+  // decay every row, which a sparse step is meant not to touch: refused.
+  const bool sparse = ctx.InputIsSelectedRows("Grad");
+  RILL_CHECK(!sparse || !decoupled_decay, kUnimplemented,
+             "adamw takes a dense Grad, got selected rows (use adam, or a dense embedding "
+             "gradient)");
+  const SelectedRows sparse_grad = sparse ? SparseGrad(ctx, param) : SelectedRows();
+  const Tensor& grad = sparse ? sparse_grad.value : ctx.Input("Grad");
+  const AdamArgs args = ReadAdamArgs(ctx, decoupled_decay);
+  const double lr = ScalarValue(args.learning_rate);
+  const double pow1 = ScalarValue(args.beta1_pow);
+  const double pow2 = ScalarValue(args.beta2_pow);
+  const DataType pow1_type = args.beta1_pow.dtype();
+  const DataType pow2_type = args.beta2_pow.dtype();
+  RILL_CHECK(pow1 < 1 && pow2 < 1, kInvalidArgument, "Beta1Pow (", pow1, ") and Beta2Pow (", pow2,
+             ") must be below 1");
+  const AdamOutputs out = CheckAdamOperands(ctx, args, param, sparse ? nullptr : &grad);
+  VisitFloatType(param.dtype(), [&]<class T>() {
+    const T* p_in = param.data<T>();
+    const T* m_in = args.moment1.data<T>();
+    const T* v_in = args.moment2.data<T>();
+    const T* g = grad.data<T>();
+    const int64_t n = param.numel();
+    const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+    // In the usual case the outputs are the inputs and keep their buffers.
+    T* p = out.param_out->Allocate<T>(param.shape());
+    T* m = out.moment1_out->Allocate<T>(args.moment1.shape());
+    T* v = out.moment2_out->Allocate<T>(args.moment2.shape());
+    RILL_CHECK(p != m && p != v && m != v && p != g && m != g && v != g, kInvalidArgument,
+               "ParamOut, Moment1Out, Moment2Out and Grad must not share memory");
+    if (p != p_in) std::memcpy(p, p_in, bytes);
+    if (m != m_in) std::memcpy(m, m_in, bytes);
+    if (v != v_in) std::memcpy(v, v_in, bytes);
+    AdamCoefficients<T> c;
+    c.beta1 = static_cast<T>(args.beta1);
+    c.one_minus_beta1 = static_cast<T>(1 - args.beta1);
+    c.beta2 = static_cast<T>(args.beta2);
+    c.one_minus_beta2 = static_cast<T>(1 - args.beta2);
+    c.step_size = static_cast<T>(lr / (1 - pow1));
+    c.bias_correction2_sqrt = static_cast<T>(std::sqrt(1 - pow2));
+    c.epsilon = static_cast<T>(args.epsilon);
+    c.decay = static_cast<T>(1 - lr * args.weight_decay);  // 1 for adam (weight_decay 0)
+    if (!sparse) {
+      AdamUpdate(p, m, v, g, n, c);
+      return;
+    }
+    const int64_t width = param.dim(0) == 0 ? 0 : n / param.dim(0);
+    for (size_t i = 0; i < sparse_grad.rows.size(); ++i) {
+      const int64_t at = sparse_grad.rows[i] * width;
+      AdamUpdate(p + at, m + at, v + at, g + static_cast<int64_t>(i) * width, width, c);
+    }
+  });
+  WriteScalar(ctx.Output("Beta1PowOut"), pow1_type, args.beta1_pow.shape(), pow1 * args.beta1);
+  WriteScalar(ctx.Output("Beta2PowOut"), pow2_type, args.beta2_pow.shape(), pow2 * args.beta2);
+}
+
+OpSchema WithAdamSlots(OpSchema schema) {
+  schema.Input("Param", "the parameter")
+      .Input("Grad",
+             "its gradient, same shape and type; or selected rows, which update only their rows")
+      .Input("LearningRate", "learning rate, one float element")
+      .Input("Moment1", "first moment, same shape and type as Param")
+      .Input("Moment2", "second moment, same shape and type as Param")
+      .Input("Beta1Pow", "beta1^t for this step t, one float element")
+      .Input("Beta2Pow", "beta2^t for this step t, one float element")
+      .Output("ParamOut", "the updated parameter (usually Param itself)")
+      .Output("Moment1Out", "the updated first moment (usually Moment1)")
+      .Output("Moment2Out", "the updated second moment (usually Moment2)")
+      .Output("Beta1PowOut", "beta1^(t+1) (usually Beta1Pow)")
+      .Output("Beta2PowOut", "beta2^(t+1) (usually Beta2Pow)")
+      .Attr("beta1", 0.9f, "decay of the first moment", InRange(0, 1))
+      .Attr("beta2", 0.999f, "decay of the second moment", InRange(0, 1))
+      .Attr("epsilon", 1e-8f, "added to the denominator", InRange(0, 1e30))
+      .InferShape(AdamShape);
+  return schema;
+}
+
+}  // namespace rill
