@@ -222,4 +222,5 @@ PYBIND11_MODULE(_core, module) {
   module.attr("version") = rill::Version();
   rill::python::BindPrograms(module);
   rill::python::BindExecutors(module);
+  rill::python::BindTools(module);
 }

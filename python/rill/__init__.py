@@ -19,6 +19,9 @@ Every call goes to Rill's C++ API (rill._core binds it); nothing here
 computes. A failed call raises a subclass of rill.Error named after Rill's
 error code (rill.InvalidArgumentError, rill.NotFoundError, ...), with Rill's
 message (block, op, variable).
+
+Also here: rill.trace (what the actor executors did inside a `with` block,
+its summary and visualizer page).
 """
 from rill._core import (Error, InvalidArgumentError, NotFoundError, OutOfRangeError, ParseError,
                         UnimplementedError, InternalError, IoError, TimeoutError, UnavailableError,
@@ -30,6 +33,7 @@ from rill import optimizer
 from rill.optimizer import SGD, Momentum, Adam, append_backward
 from rill.executor import Executor, ParallelExecutor, global_scope
 from rill.io import save_checkpoint, load_checkpoint
+from rill.tracing import trace
 
 __all__ = [
     "Error", "InvalidArgumentError", "NotFoundError", "OutOfRangeError", "ParseError",
@@ -37,5 +41,5 @@ __all__ = [
     "CancelledError", "Scope", "Program", "Variable", "program_guard", "default_main_program",
     "default_startup_program", "load_program", "save_program", "layers", "optimizer", "SGD",
     "Momentum", "Adam", "append_backward", "Executor", "ParallelExecutor", "global_scope",
-    "save_checkpoint", "load_checkpoint", "version"
+    "save_checkpoint", "load_checkpoint", "version", "trace"
 ]
