@@ -1,7 +1,8 @@
 // rill._core's tools: what the rill command offers besides running programs,
 // over the same C++ code — the process's trace recorder and the readers of
 // trace files (`rill trace summarize`, `rill trace view`: tools/rill's
-// rill_trace_tools). Calls that wait or read files release the GIL.
+// rill_trace_tools), and the Fashion-MNIST reader with the input pipeline (`rill train --input
+// pipeline`: tools/datasets). Calls that wait or read files release the GIL.
 #include <pybind11/stl.h>
 
 #include <memory>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "python/bindings/bindings.h"
+#include "tools/datasets/fashion_mnist.h"
 #include "tools/rill/trace_summary.h"
 #include "tools/rill/trace_view.h"
 
@@ -57,11 +59,61 @@ void BindTraceFiles(py::module_& module) {
   module.attr("visualizer_page_installed") = RILL_VISUALIZER_INSTALLED;
 }
 
+// The next batch of place 0, or None at the end of the epoch.
+py::object NextBatch(InputPipeline& pipeline) {
+  PipelineBatch batch;
+  bool more;
+  {
+    py::gil_scoped_release released;
+    more = pipeline.Next(0, &batch);
+  }
+  if (!more) return py::none();
+  py::list fields;
+  for (const Tensor& field : batch.fields) fields.append(ArrayFromTensor(field));
+  return fields;
+}
+
+void BindDatasets(py::module_& module) {
+  py::class_<BatchSource, std::shared_ptr<BatchSource>>(
+      module, "BatchSource", "Where examples come from (rill/input_pipeline.h).")
+      .def("size", &BatchSource::size, "Examples per epoch.")
+      .def("fields", &BatchSource::fields, "What a batch holds, in order.");
+  module.def(
+      "fashion_mnist_source",
+      [](const std::string& dir, bool train) { return FashionMnistSource(dir, train); },
+      py::arg("dir"), py::arg("train"), ReleaseGil(),
+      "The IDX files of Fashion-MNIST in dir (tools/datasets/fashion_mnist.h): fields image "
+      "(float32 [n, 784] in [0, 1]) and label (int64 [n, 1]).");
+  module.attr("fashion_mnist_dir") = kFashionMnistDir;
+  py::class_<InputPipeline, std::shared_ptr<InputPipeline>>(
+      module, "InputPipeline",
+      "Batches of a source, shuffled per epoch and decoded on threads of its own, in the order "
+      "`rill train --input pipeline` reads them (rill/input_pipeline.h); one place.")
+      .def(py::init([](std::shared_ptr<BatchSource> source, int64_t batch, uint64_t seed,
+                       bool shuffle, int decode_threads) {
+             InputPipeline::Options options;
+             options.batch = batch;
+             options.seed = seed;
+             options.shuffle = shuffle;
+             options.decode_threads = decode_threads;
+             return std::make_shared<InputPipeline>(std::move(source), options);
+           }),
+           py::arg("source"), py::arg("batch"), py::arg("seed") = 0, py::arg("shuffle") = true,
+           py::arg("decode_threads") = 1)
+      .def("steps_per_epoch", &InputPipeline::steps_per_epoch)
+      .def("start_epoch", &InputPipeline::StartEpoch, py::arg("epoch"), ReleaseGil(),
+           "Starts epoch `epoch` (its order: mt19937_64(seed * 1000003 + epoch)).")
+      .def("next", &NextBatch,
+           "The next batch as a list of ndarrays (one per field), or None after the last.")
+      .def("stop", &InputPipeline::Stop, ReleaseGil(), "Ends the epoch; joins its threads.");
+}
+
 }  // namespace
 
 void BindTools(py::module_& module) {
   BindTraceRecorder(module);
   BindTraceFiles(module);
+  BindDatasets(module);
 }
 
 }  // namespace rill::python

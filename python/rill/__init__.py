@@ -21,7 +21,8 @@ error code (rill.InvalidArgumentError, rill.NotFoundError, ...), with Rill's
 message (block, op, variable).
 
 Also here: rill.trace (what the actor executors did inside a `with` block,
-its summary and visualizer page).
+its summary and visualizer page) and rill.datasets (numpy batches from
+Rill's readers and input pipeline).
 """
 from rill._core import (Error, InvalidArgumentError, NotFoundError, OutOfRangeError, ParseError,
                         UnimplementedError, InternalError, IoError, TimeoutError, UnavailableError,
@@ -34,6 +35,7 @@ from rill.optimizer import SGD, Momentum, Adam, append_backward
 from rill.executor import Executor, ParallelExecutor, global_scope
 from rill.io import save_checkpoint, load_checkpoint
 from rill.tracing import trace
+from rill import datasets
 
 __all__ = [
     "Error", "InvalidArgumentError", "NotFoundError", "OutOfRangeError", "ParseError",
@@ -41,5 +43,5 @@ __all__ = [
     "CancelledError", "Scope", "Program", "Variable", "program_guard", "default_main_program",
     "default_startup_program", "load_program", "save_program", "layers", "optimizer", "SGD",
     "Momentum", "Adam", "append_backward", "Executor", "ParallelExecutor", "global_scope",
-    "save_checkpoint", "load_checkpoint", "version", "trace"
+    "save_checkpoint", "load_checkpoint", "version", "trace", "datasets"
 ]
