@@ -1,7 +1,8 @@
 // rill._core's tools: what the rill command offers besides running programs,
 // over the same C++ code — the process's trace recorder and the readers of
 // trace files (`rill trace summarize`, `rill trace view`: tools/rill's
-// rill_trace_tools), and the Fashion-MNIST reader with the input pipeline (`rill train --input
+// rill_trace_tools), plugins of custom ops (`rill --plugin`), and the
+// Fashion-MNIST reader with the input pipeline (`rill train --input
 // pipeline`: tools/datasets). Calls that wait or read files release the GIL.
 #include <pybind11/stl.h>
 
@@ -59,6 +60,12 @@ void BindTraceFiles(py::module_& module) {
   module.attr("visualizer_page_installed") = RILL_VISUALIZER_INSTALLED;
 }
 
+void BindPlugins(py::module_& module) {
+  module.def("load_plugin", &LoadPlugin, py::arg("path"), ReleaseGil(),
+             "Loads a plugin library of ops (rill/plugin.h); returns the op types it "
+             "registered.");
+}
+
 // The next batch of place 0, or None at the end of the epoch.
 py::object NextBatch(InputPipeline& pipeline) {
   PipelineBatch batch;
@@ -113,6 +120,7 @@ void BindDatasets(py::module_& module) {
 void BindTools(py::module_& module) {
   BindTraceRecorder(module);
   BindTraceFiles(module);
+  BindPlugins(module);
   BindDatasets(module);
 }
 
