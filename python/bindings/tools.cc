@@ -30,7 +30,7 @@ void BindTraceRecorder(py::module_& module) {
       .def_static("now", &TraceRecorder::Now, "The recorder's clock, in nanoseconds.")
       .def("start", &TraceRecorder::Start, "Executors record the iterations they begin from now.")
       .def("stop", &TraceRecorder::Stop, "Iterations begun from now are not recorded.")
-      .def_property_readonly("on", &TraceRecorder::on)
+      .def_property_readonly("on", &TraceRecorder::on, "Whether executors record now.")
       .def("dropped", &TraceRecorder::dropped, "Events left out because the recorder was full.")
       .def("write_file", &TraceRecorder::WriteFile, py::arg("path"), py::arg("since_ns") = 0,
            ReleaseGil(),
@@ -106,8 +106,9 @@ void BindDatasets(py::module_& module) {
              return std::make_shared<InputPipeline>(std::move(source), options);
            }),
            py::arg("source"), py::arg("batch"), py::arg("seed") = 0, py::arg("shuffle") = true,
-           py::arg("decode_threads") = 1)
-      .def("steps_per_epoch", &InputPipeline::steps_per_epoch)
+           py::arg("decode_threads") = 1,
+           "Batches of `batch` examples of `source` (the last holds what is left).")
+      .def("steps_per_epoch", &InputPipeline::steps_per_epoch, "Batches per epoch.")
       .def("start_epoch", &InputPipeline::StartEpoch, py::arg("epoch"), ReleaseGil(),
            "Starts epoch `epoch` (its order: mt19937_64(seed * 1000003 + epoch)).")
       .def("next", &NextBatch,

@@ -14,10 +14,11 @@ off until a block switches it on, so executors built before the block are
 traced too. The file holds the iterations begun inside the block, with only
 the executors that ran them (graph 0: the first of them built), in the
 format of `rill train --trace` (actors/trace/trace_format.md). The recorder
-keeps what it recorded until the process ends, up to RILL_TRACE_MAX_EVENTS
-events in all (2^21 by default); past that, events are dropped and counted in
-the file. Blocks may nest or overlap across threads: the recorder is on while
-any is open.
+keeps what it recorded until the process ends, up to 2^21 events in all
+(RILL_TRACE_MAX_EVENTS with RILL_TRACE); past that, events are dropped, and
+each file says how many the process dropped so far. Only the actor executor
+records (rill.Executor, the reference one, does not). Blocks may nest or
+overlap across threads: the recorder is on while any is open.
 """
 import json
 import os
