@@ -11,7 +11,7 @@ import sys
 
 HEADER = '''"""Type stubs of rill._core, Rill's C++ API bound with pybind11 (written by
 tools/python_stubgen.py; the package's own modules are plain Python)."""
-from typing import Any, List, Optional, Set
+from typing import Any, List, Optional, Set, Tuple, Union
 
 import numpy
 

@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include "actors/trace/trace_window.h"
 #include "rill/trace_recorder.h"
 
 namespace rill {
@@ -155,12 +156,14 @@ const char* RoleOf(const std::string& role) { return role.empty() ? "other" : ro
 
 }  // namespace
 
-void TraceRecorder::WriteJson(std::ostream& out) const {
-  std::vector<TraceEvent> events = Events();
+void TraceRecorder::WriteJson(std::ostream& out, int64_t since_ns) const {
+  TraceTables tables{Events(), lanes(), graphs()};
+  if (since_ns > 0) tables = TraceWindow(tables, since_ns);
+  std::vector<TraceEvent>& events = tables.events;
   std::sort(events.begin(), events.end(),
             [](const TraceEvent& a, const TraceEvent& b) { return a.begin_ns < b.begin_ns; });
-  const std::vector<TraceLane> lane_table = lanes();
-  const std::vector<TraceGraph> graph_table = graphs();
+  const std::vector<TraceLane>& lane_table = tables.lanes;
+  const std::vector<TraceGraph>& graph_table = tables.graphs;
   std::vector<std::pair<int, std::string>> processes;
   std::vector<std::string> texts;
   {

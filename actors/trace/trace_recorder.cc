@@ -91,6 +91,15 @@ std::shared_ptr<TraceRecorder> TraceRecorder::FromEnvironment() {
   return recorder;
 }
 
+std::shared_ptr<TraceRecorder> TraceRecorder::ForProcess() {
+  static std::shared_ptr<TraceRecorder> recorder = [] {
+    std::shared_ptr<TraceRecorder> made = FromEnvironment();
+    if (!made) made = std::make_shared<TraceRecorder>(Options{.start_on = false});
+    return made;
+  }();
+  return recorder;
+}
+
 TraceRecorder::Buffer* TraceRecorder::LocalBuffer() {
   for (const CacheEntry& entry : cache) {
     if (entry.serial == serial_) return static_cast<Buffer*>(entry.buffer);
@@ -189,10 +198,10 @@ std::vector<TraceGraph> TraceRecorder::graphs() const {
   return graphs_;
 }
 
-void TraceRecorder::WriteFile(const std::string& path) const {
+void TraceRecorder::WriteFile(const std::string& path, int64_t since_ns) const {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   RILL_CHECK(out.good(), kInvalidArgument, "trace: cannot write \"", path, "\"");
-  WriteJson(out);
+  WriteJson(out, since_ns);
   out.close();
   RILL_CHECK(!out.fail(), kInvalidArgument, "trace: writing \"", path, "\" failed");
 }

@@ -18,6 +18,8 @@ namespace py = pybind11;
 void BindPrograms(py::module_& module);
 // Scope, Executor and ParallelExecutor (executors.cc).
 void BindExecutors(py::module_& module);
+// Tracing, trace files, plugins and datasets (tools.cc).
+void BindTools(py::module_& module);
 
 // A tensor holding a copy of `array`'s elements, for feed `name`. Throws
 // kInvalidArgument naming the feed when numpy's dtype has no Rill type.

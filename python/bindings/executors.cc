@@ -165,6 +165,9 @@ class PythonParallelExecutor {
     ParallelExecutorOptions options;
     options.places = PlacesFrom(places);
     options.strategy.num_threads = num_threads;
+    // Off until rill.trace switches it on; attached now so that an executor
+    // built before a `with rill.trace(...)` block is traced inside it.
+    options.strategy.trace = TraceRecorder::ForProcess();
     executor_ = std::make_unique<ParallelExecutor>(program.desc(), &scope_.cast<Scope&>(), options);
   }
   ~PythonParallelExecutor() {

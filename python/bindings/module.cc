@@ -6,9 +6,12 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <set>
 #include <string>
 #include <tuple>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "python/bindings/bindings.h"
@@ -79,6 +82,35 @@ py::list PairsToList(const std::vector<ParamGrad>& pairs) {
   return out;
 }
 
+// An attribute of append_op: what a Python value becomes (bool before int:
+// pybind11 tries the alternatives in order, and True is no int here).
+using AttrValue = std::variant<bool, int64_t, double, std::string, std::vector<int64_t>,
+                               std::vector<double>, std::vector<std::string>>;
+
+// Sets the attributes on an op being appended; an int becomes an int
+// attribute when it fits (Fluid's ints are), a float a float one.
+void SetAttrs(proto::OpDesc* op, const std::vector<std::pair<std::string, AttrValue>>& attrs) {
+  for (const auto& [name, value] : attrs) {
+    std::visit(
+        [&, &name = name]<class T>(const T& v) {
+          if constexpr (std::is_same_v<T, int64_t>) {
+            if (v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max()) {
+              SetAttr(op, name, static_cast<int>(v));
+            } else {
+              SetAttr(op, name, v);
+            }
+          } else if constexpr (std::is_same_v<T, double>) {
+            SetAttr(op, name, static_cast<float>(v));
+          } else if constexpr (std::is_same_v<T, std::vector<double>>) {
+            SetAttr(op, name, std::vector<float>(v.begin(), v.end()));
+          } else {
+            SetAttr(op, name, v);
+          }
+        },
+        value);
+  }
+}
+
 void BindProgram(py::module_& module) {
   py::class_<Program>(module, "Program", "An owned ProgramDesc (rill/program.h).")
       .def(py::init<>())
@@ -135,6 +167,15 @@ void BindBuilder(py::module_& module) {
       .def("main_program", &B::main, py::return_value_policy::reference)
       .def("startup_program", &B::startup, py::return_value_policy::reference)
       .def("lookup", &B::Lookup)
+      .def(
+          "append_op",
+          [](B& b, const std::string& type, const VarSlots& inputs, const OutputCounts& outputs,
+             const std::vector<std::pair<std::string, AttrValue>>& attrs) {
+            return b.AppendOp(type, inputs, outputs,
+                              [&attrs](proto::OpDesc* op) { SetAttrs(op, attrs); });
+          },
+          py::arg("type"), py::arg("inputs"), py::arg("outputs"), py::arg("attrs"),
+          "Appends an op of any registered type (Builder::AppendOp); returns its outputs.")
       .def("fc",
            [](B& b, const Var& x, int size, const std::string& act, int num_flatten_dims) {
              return b.Fc(x, size, ParseActivation(act), num_flatten_dims);
@@ -229,4 +270,5 @@ PYBIND11_MODULE(_core, module) {
   module.attr("version") = rill::Version();
   rill::python::BindPrograms(module);
   rill::python::BindExecutors(module);
+  rill::python::BindTools(module);
 }

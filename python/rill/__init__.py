@@ -19,17 +19,24 @@ Every call goes to Rill's C++ API (rill._core binds it); nothing here
 computes. A failed call raises a subclass of rill.Error named after Rill's
 error code (rill.InvalidArgumentError, rill.NotFoundError, ...), with Rill's
 message (block, op, variable).
+
+Also here: rill.trace (what the actor executors did inside a `with` block,
+its summary and visualizer page), rill.load_plugin (custom ops from a shared
+library, appended with rill.layers.append_op) and rill.datasets (numpy
+batches from Rill's readers and input pipeline).
 """
 from rill._core import (Error, InvalidArgumentError, NotFoundError, OutOfRangeError, ParseError,
                         UnimplementedError, InternalError, IoError, TimeoutError, UnavailableError,
                         CancelledError, Scope, version)
 from rill.framework import (Program, Variable, program_guard, default_main_program,
-                            default_startup_program, load_program, save_program)
+                            default_startup_program, load_program, save_program, load_plugin)
 from rill import layers
 from rill import optimizer
 from rill.optimizer import SGD, Momentum, Adam, append_backward
 from rill.executor import Executor, ParallelExecutor, global_scope
 from rill.io import save_checkpoint, load_checkpoint
+from rill.tracing import trace
+from rill import datasets
 
 __all__ = [
     "Error", "InvalidArgumentError", "NotFoundError", "OutOfRangeError", "ParseError",
@@ -37,5 +44,5 @@ __all__ = [
     "CancelledError", "Scope", "Program", "Variable", "program_guard", "default_main_program",
     "default_startup_program", "load_program", "save_program", "layers", "optimizer", "SGD",
     "Momentum", "Adam", "append_backward", "Executor", "ParallelExecutor", "global_scope",
-    "save_checkpoint", "load_checkpoint", "version"
+    "save_checkpoint", "load_checkpoint", "version", "trace", "datasets", "load_plugin"
 ]

@@ -6,6 +6,7 @@ startup programs outside any guard, through a rill._core.Builder. Not
 thread-safe: build programs from one thread.
 """
 import contextlib
+import os
 
 from rill import _core
 
@@ -115,3 +116,14 @@ def save_program(program, path):
 def load_program(path):
     """Reads a program file (text or binary, by extension)."""
     return Program.load(path)
+
+
+def load_plugin(path):
+    """Loads a plugin library of custom ops (a shared library with a
+    RILL_PLUGIN block, rill/plugin.h; `rill --plugin` in the command) so that
+    programs can use its ops (rill.layers.append_op). Returns the op types it
+    registered; loading the same file again does nothing. A missing or
+    unloadable file raises rill.NotFoundError, one that is not a plugin (or
+    was built for an incompatible Rill, or registers a type that exists)
+    rill.InvalidArgumentError; both name the path."""
+    return _core.load_plugin(os.fspath(path))

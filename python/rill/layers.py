@@ -194,3 +194,24 @@ def transpose(x, perm):
 def scale(x, scale=1.0, bias=0.0):
     """scale * x + bias elementwise."""
     return _wrap(x.builder.scale(x._var, scale, bias), x.builder)
+
+
+def append_op(type, inputs, outputs, attrs=None):
+    """Appends an op of any registered type, a plugin's too (rill.load_plugin),
+    to the current program. `inputs` maps each input slot to a Variable or a
+    list of them; `outputs` maps each output slot to how many variables it
+    gets (fresh ones, named "<type>_N.<slot>", shapes inferred by the op);
+    `attrs` maps names to bools, ints, floats, strings or lists of them.
+    Returns the outputs as one Variable when there is one, else a list in
+    slot order.
+
+        out = layers.append_op("cube", inputs={"X": x}, outputs={"Out": 1})
+    """
+    slots = [(slot, [v._var for v in (value if isinstance(value, (list, tuple)) else [value])])
+             for slot, value in inputs.items()]
+    variables = [v for value in inputs.values()
+                 for v in (value if isinstance(value, (list, tuple)) else [value])]
+    builder = variables[0].builder if variables else current_builder()
+    made = builder.append_op(type, slots, list(outputs.items()), list((attrs or {}).items()))
+    made = [_wrap(var, builder) for var in made]
+    return made[0] if len(made) == 1 else made

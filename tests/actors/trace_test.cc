@@ -352,5 +352,50 @@ TEST(TraceTest, WritingToABadPathFailsWithTheName) {
   }
 }
 
+// A window (WriteJson's since_ns) of a recorder shared by two executors: the
+// iterations begun since, and only the executor that ran them, renumbered as
+// in a recorder made for it alone.
+TEST(TraceTest, AWindowHoldsItsIterationsAndOnlyTheExecutorsThatRanThem) {
+  Mlp m;
+  Scope scope;
+  Executor().Run(m.startup.desc(), &scope);
+  auto shared = std::make_shared<TraceRecorder>(TraceRecorder::Options{.start_on = false});
+  ExecutionStrategy strategy = Traced(shared, 2);
+  const std::vector<Place> places = ParsePlaces("cpu:2");
+  ParallelExecutor first(m.main.desc(), &scope, {.places = places, .strategy = strategy});
+  ParallelExecutor second(m.main.desc(), &scope, {.places = places, .strategy = strategy});
+  shared->Start();
+  for (int i = 0; i < 2; ++i) first.Run(Batch(i, 8), {m.loss.name});
+  shared->Stop();
+  const int64_t since = TraceRecorder::Now();
+  shared->Start();
+  for (int i = 0; i < 3; ++i) second.Run(Batch(i, 8), {m.loss.name});
+  shared->Stop();
+  first.Run(Batch(5, 8), {m.loss.name});  // off: not recorded
+
+  std::ostringstream out;
+  shared->WriteJson(out, since);
+  const json window = json::parse(out.str());
+  CheckFormat(window);
+  EXPECT_EQ(Count(window, "X", "iteration", ""), 3);
+  for (const json& e : window["traceEvents"]) {
+    if (e["ph"] != "M") {
+      EXPECT_EQ(e["args"].value("graph", 0), 0) << e;
+    }
+  }
+  const json whole = Export(*shared);
+  EXPECT_EQ(Count(whole, "X", "iteration", ""), 5);
+  EXPECT_EQ(whole["rill"]["graphs"].size(), 2u);
+
+  auto alone = std::make_shared<TraceRecorder>();
+  ParallelExecutor only(m.main.desc(), &scope, {.places = places, .strategy = Traced(alone, 2)});
+  only.Run(Batch(0, 8), {m.loss.name});
+  const json reference = Export(*alone);
+  EXPECT_EQ(window["rill"]["lanes"], reference["rill"]["lanes"]);
+  ASSERT_EQ(window["rill"]["graphs"].size(), 1u);
+  EXPECT_EQ(window["rill"]["graphs"], reference["rill"]["graphs"]);
+  EXPECT_EQ(Count(window, "X", "kernel", ""), 3 * Count(reference, "X", "kernel", ""));
+}
+
 }  // namespace
 }  // namespace rill

@@ -9,11 +9,20 @@
 //     startup program, then STEPS steps feeding DIR/x<i>.npy and DIR/y<i>.npy
 //     (the reference Executor, or a ParallelExecutor on PLACES), and writes the
 //     losses to DIR/losses.npy.
+//   python_reference order EXAMPLES SEED EPOCH
+//     Prints the example order of an epoch, one index a line, as `rill train`
+//     documents it (rill/input_pipeline.h) and computes it for its preloaded
+//     input (train_command.cc): 0..EXAMPLES-1 put through std::shuffle with
+//     mt19937_64(SEED * 1000003 + EPOCH). Written here again, not taken from
+//     InputPipeline, so that the Python datasets are checked against it.
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -175,6 +184,14 @@ void Train(const std::string& dir, int steps, const std::string& optimizer,
   WriteNpy(dir + "/losses.npy", losses);
 }
 
+void PrintOrder(int64_t examples, uint64_t seed, uint64_t epoch) {
+  std::vector<int64_t> order(static_cast<size_t>(examples));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 shuffle(seed * 1000003 + epoch);
+  std::shuffle(order.begin(), order.end(), shuffle);
+  for (const int64_t index : order) std::cout << index << "\n";
+}
+
 }  // namespace
 }  // namespace rill
 
@@ -190,11 +207,15 @@ int main(int argc, char** argv) {
       rill::Train(args[1], std::stoi(args[2]), args[3], args.size() == 5 ? args[4] : "");
       return 0;
     }
+    if (args.size() == 4 && args[0] == "order") {
+      rill::PrintOrder(std::stoll(args[1]), std::stoull(args[2]), std::stoull(args[3]));
+      return 0;
+    }
   } catch (const std::exception& error) {
     std::cerr << "python_reference: " << error.what() << "\n";
     return 1;
   }
-  std::cerr << "usage: python_reference programs DIR | train DIR STEPS sgd|sgd_cosine|adam|adamw "
-               "[PLACES]\n";
+  std::cerr << "usage: python_reference programs DIR | train DIR STEPS "
+               "sgd|sgd_cosine|adam|adamw [PLACES] | order EXAMPLES SEED EPOCH\n";
   return 2;
 }

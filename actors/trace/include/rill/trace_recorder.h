@@ -126,6 +126,11 @@ class TraceRecorder {
   // RILL_TRACE_MAX_EVENTS), shared by every executor of the process and
   // written to FILE at exit; null when RILL_TRACE is unset.
   static std::shared_ptr<TraceRecorder> FromEnvironment();
+  // The recorder a front end attaches to every executor it builds, so that
+  // it can trace steps of executors built before (rill.trace in Python):
+  // FromEnvironment()'s when RILL_TRACE is set, else one made off on first
+  // use and kept until exit. Write a window of it (WriteFile's since_ns).
+  static std::shared_ptr<TraceRecorder> ForProcess();
 
   // Executors record only while the recorder is on; an iteration that began
   // while it was on is recorded to its end.
@@ -170,9 +175,12 @@ class TraceRecorder {
   std::vector<TraceGraph> graphs() const;
   std::string Text(int id) const;
   // Chrome trace-event JSON (actors/trace/trace_format.md). Throws kInvalidArgument
-  // when the file cannot be written.
-  void WriteJson(std::ostream& out) const;
-  void WriteFile(const std::string& path) const;
+  // when the file cannot be written. With since_ns (a Now() value, taken when
+  // the recorder was switched on), only the events that began from then on,
+  // with just the graphs and lanes they belong to, renumbered: graph 0 is the
+  // first executor built that ran since (actors/trace/trace_window.h).
+  void WriteJson(std::ostream& out, int64_t since_ns = 0) const;
+  void WriteFile(const std::string& path, int64_t since_ns = 0) const;
 
   int64_t origin_ns() const { return origin_ns_; }
   int64_t origin_wall_ns() const { return origin_wall_ns_; }
