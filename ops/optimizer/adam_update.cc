@@ -6,11 +6,7 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(__x86_64__) || (defined(__i386__) && defined(__SSE2__))
-#include <immintrin.h>
-#define RILL_ADAM_X86 1
-#endif
-
+#include "ops/optimizer/adam_lanes.h"
 #include "ops/optimizer/optimizer_util.h"
 
 namespace rill {
@@ -25,133 +21,8 @@ void WriteScalar(Tensor* out, DataType dtype, const Shape& shape, double value) 
 }
 
 template <class T>
-struct AdamCoefficients {
-  T beta1, one_minus_beta1, beta2, one_minus_beta2;
-  T step_size;              // lr / (1 - beta1^t)
-  T bias_correction2_sqrt;  // sqrt(1 - beta2^t)
-  T epsilon;
-  T decay;  // 1 - lr * weight_decay: exactly 1 for adam, and p * 1 is p
-};
-
-// One element, in PyTorch's order of operations (AdamW's decay first):
-//   p = p * (1 - lr wd);  m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g g;
-//   p = p - step_size * m / (sqrt(v) / sqrt(1 - b2^t) + eps).
-// The vector paths below do the same operations in the same order (no fused
-// multiply-add), so every path gives the same bits.
-template <class T>
-inline void AdamElement(T& p, T& m, T& v, T g, const AdamCoefficients<T>& c) {
-  m = c.beta1 * m + c.one_minus_beta1 * g;
-  v = c.beta2 * v + c.one_minus_beta2 * g * g;
-  p = p * c.decay - c.step_size * m / (std::sqrt(v) / c.bias_correction2_sqrt + c.epsilon);
-}
-
-#if defined(RILL_ADAM_X86)
-// The compiler does not vectorise std::sqrt (it may set errno), so the x86
-// paths are written with intrinsics: SSE2 (always there on x86-64) and AVX
-// (chosen at run time). Each returns how many leading elements it updated.
-int64_t AdamLanesSse2(float* p, float* m, float* v, const float* g, int64_t n,
-                      const AdamCoefficients<float>& c) {
-  const __m128 b1 = _mm_set1_ps(c.beta1), c1 = _mm_set1_ps(c.one_minus_beta1);
-  const __m128 b2 = _mm_set1_ps(c.beta2), c2 = _mm_set1_ps(c.one_minus_beta2);
-  const __m128 step = _mm_set1_ps(c.step_size), bc2 = _mm_set1_ps(c.bias_correction2_sqrt);
-  const __m128 eps = _mm_set1_ps(c.epsilon), decay = _mm_set1_ps(c.decay);
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m128 gi = _mm_loadu_ps(g + i);
-    const __m128 mi = _mm_add_ps(_mm_mul_ps(b1, _mm_loadu_ps(m + i)), _mm_mul_ps(c1, gi));
-    const __m128 vi =
-        _mm_add_ps(_mm_mul_ps(b2, _mm_loadu_ps(v + i)), _mm_mul_ps(_mm_mul_ps(c2, gi), gi));
-    const __m128 denom = _mm_add_ps(_mm_div_ps(_mm_sqrt_ps(vi), bc2), eps);
-    _mm_storeu_ps(m + i, mi);
-    _mm_storeu_ps(v + i, vi);
-    const __m128 pi = _mm_mul_ps(_mm_loadu_ps(p + i), decay);
-    _mm_storeu_ps(p + i, _mm_sub_ps(pi, _mm_div_ps(_mm_mul_ps(step, mi), denom)));
-  }
-  return i;
-}
-
-int64_t AdamLanesSse2(double* p, double* m, double* v, const double* g, int64_t n,
-                      const AdamCoefficients<double>& c) {
-  const __m128d b1 = _mm_set1_pd(c.beta1), c1 = _mm_set1_pd(c.one_minus_beta1);
-  const __m128d b2 = _mm_set1_pd(c.beta2), c2 = _mm_set1_pd(c.one_minus_beta2);
-  const __m128d step = _mm_set1_pd(c.step_size), bc2 = _mm_set1_pd(c.bias_correction2_sqrt);
-  const __m128d eps = _mm_set1_pd(c.epsilon), decay = _mm_set1_pd(c.decay);
-  int64_t i = 0;
-  for (; i + 2 <= n; i += 2) {
-    const __m128d gi = _mm_loadu_pd(g + i);
-    const __m128d mi = _mm_add_pd(_mm_mul_pd(b1, _mm_loadu_pd(m + i)), _mm_mul_pd(c1, gi));
-    const __m128d vi =
-        _mm_add_pd(_mm_mul_pd(b2, _mm_loadu_pd(v + i)), _mm_mul_pd(_mm_mul_pd(c2, gi), gi));
-    const __m128d denom = _mm_add_pd(_mm_div_pd(_mm_sqrt_pd(vi), bc2), eps);
-    _mm_storeu_pd(m + i, mi);
-    _mm_storeu_pd(v + i, vi);
-    const __m128d pi = _mm_mul_pd(_mm_loadu_pd(p + i), decay);
-    _mm_storeu_pd(p + i, _mm_sub_pd(pi, _mm_div_pd(_mm_mul_pd(step, mi), denom)));
-  }
-  return i;
-}
-
-__attribute__((target("avx"))) int64_t AdamLanesAvx(float* p, float* m, float* v, const float* g,
-                                                    int64_t n, const AdamCoefficients<float>& c) {
-  const __m256 b1 = _mm256_set1_ps(c.beta1), c1 = _mm256_set1_ps(c.one_minus_beta1);
-  const __m256 b2 = _mm256_set1_ps(c.beta2), c2 = _mm256_set1_ps(c.one_minus_beta2);
-  const __m256 step = _mm256_set1_ps(c.step_size);
-  const __m256 bc2 = _mm256_set1_ps(c.bias_correction2_sqrt);
-  const __m256 eps = _mm256_set1_ps(c.epsilon);
-  const __m256 decay = _mm256_set1_ps(c.decay);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 gi = _mm256_loadu_ps(g + i);
-    const __m256 mi =
-        _mm256_add_ps(_mm256_mul_ps(b1, _mm256_loadu_ps(m + i)), _mm256_mul_ps(c1, gi));
-    const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2, _mm256_loadu_ps(v + i)),
-                                    _mm256_mul_ps(_mm256_mul_ps(c2, gi), gi));
-    const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(vi), bc2), eps);
-    _mm256_storeu_ps(m + i, mi);
-    _mm256_storeu_ps(v + i, vi);
-    const __m256 pi = _mm256_mul_ps(_mm256_loadu_ps(p + i), decay);
-    _mm256_storeu_ps(p + i, _mm256_sub_ps(pi, _mm256_div_ps(_mm256_mul_ps(step, mi), denom)));
-  }
-  return i;
-}
-
-__attribute__((target("avx"))) int64_t AdamLanesAvx(double* p, double* m, double* v,
-                                                    const double* g, int64_t n,
-                                                    const AdamCoefficients<double>& c) {
-  const __m256d b1 = _mm256_set1_pd(c.beta1), c1 = _mm256_set1_pd(c.one_minus_beta1);
-  const __m256d b2 = _mm256_set1_pd(c.beta2), c2 = _mm256_set1_pd(c.one_minus_beta2);
-  const __m256d step = _mm256_set1_pd(c.step_size);
-  const __m256d bc2 = _mm256_set1_pd(c.bias_correction2_sqrt);
-  const __m256d eps = _mm256_set1_pd(c.epsilon);
-  const __m256d decay = _mm256_set1_pd(c.decay);
-  int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    const __m256d gi = _mm256_loadu_pd(g + i);
-    const __m256d mi =
-        _mm256_add_pd(_mm256_mul_pd(b1, _mm256_loadu_pd(m + i)), _mm256_mul_pd(c1, gi));
-    const __m256d vi = _mm256_add_pd(_mm256_mul_pd(b2, _mm256_loadu_pd(v + i)),
-                                     _mm256_mul_pd(_mm256_mul_pd(c2, gi), gi));
-    const __m256d denom = _mm256_add_pd(_mm256_div_pd(_mm256_sqrt_pd(vi), bc2), eps);
-    _mm256_storeu_pd(m + i, mi);
-    _mm256_storeu_pd(v + i, vi);
-    const __m256d pi = _mm256_mul_pd(_mm256_loadu_pd(p + i), decay);
-    _mm256_storeu_pd(p + i, _mm256_sub_pd(pi, _mm256_div_pd(_mm256_mul_pd(step, mi), denom)));
-  }
-  return i;
-}
-
-bool HasAvx() {
-  static const bool has_avx = __builtin_cpu_supports("avx");
-  return has_avx;
-}
-#endif  // RILL_ADAM_X86
-
-template <class T>
 void AdamUpdate(T* p, T* m, T* v, const T* g, int64_t n, const AdamCoefficients<T>& c) {
-  int64_t done = 0;
-#if defined(RILL_ADAM_X86)
-  done = HasAvx() ? AdamLanesAvx(p, m, v, g, n, c) : AdamLanesSse2(p, m, v, g, n, c);
-#endif
+  const int64_t done = AdamLanes(p, m, v, g, n, c);
   for (int64_t i = done; i < n; ++i) AdamElement(p[i], m[i], v[i], g[i], c);
 }
 
