@@ -5,6 +5,7 @@
 #include <numeric>
 #include <random>
 
+#include "runtime/base/thread_priority.h"
 #include "runtime/core/place_io.h"
 
 namespace rill {
@@ -60,6 +61,7 @@ void InputPipeline::StartEpoch(int epoch) {
 // Each decoder takes the next undecoded batch, decodes it while the others
 // do theirs, then waits for its turn so that batches arrive in order.
 void InputPipeline::DecodeLoop() {
+  LowerCurrentThreadPriority(options_.decode_nice);
   std::vector<std::shared_ptr<Channel<PipelineBatch>>> channels;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "rill/error.h"
+#include "runtime/base/huge_pages.h"
 
 namespace rill {
 namespace {
@@ -96,6 +97,9 @@ ImageDataset LoadFashionMnist(const std::string& dir, bool train) {
   set.rows = raw.rows;
   set.cols = raw.cols;
   float* images = set.images.Allocate<float>({raw.size, raw.rows * raw.cols});
+  // 188 MB for the training set: with 4 KB pages each first touch of a page
+  // costs microseconds on a VM (huge_pages.h), paid again by the first reads.
+  AdviseHugePages(images, set.images.bytes());
   int64_t* labels = set.labels.Allocate<int64_t>({raw.size, 1});
   DecodeImages(raw, nullptr, raw.size, images, labels);
   return set;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "rill/error.h"
+#include "runtime/base/thread_priority.h"
 
 namespace rill {
 
@@ -97,6 +98,7 @@ PreloadedBatches::Counters PreloadedBatches::counters() const {
 }
 
 void PreloadedBatches::GatherLoop() {
+  LowerCurrentThreadPriority(options_.gather_nice);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wanted_.wait(lock, [&] {

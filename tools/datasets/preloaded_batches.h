@@ -45,6 +45,8 @@ class PreloadedBatches {
     // Batches gathered ahead of the one the driver takes; 0: each is
     // gathered when Next asks for it (still on the gathering thread).
     int prefetch = 2;
+    // Added to the gathering thread's nice value (as InputPipeline's decode_nice).
+    int gather_nice = 5;
   };
   struct Batch {
     Tensor images;  // float32 [rows, width]

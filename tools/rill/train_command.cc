@@ -65,6 +65,7 @@ struct TrainOptions {
   std::string input;  // "": the pipeline, preloaded on device places
   int decode_threads = 1;
   int prefetch = 2;
+  int input_nice = 5;
   std::string trace;
   int64_t trace_skip = 5;
   int64_t trace_steps = 20;
@@ -293,6 +294,7 @@ int Train(const TrainOptions& opt) {
     o.seed = opt.seed;
     o.decode_threads = opt.decode_threads;
     o.prefetch = opt.prefetch;
+    o.decode_nice = opt.input_nice;
     o.max_batches = opt.max_steps;
     pipeline = std::make_shared<InputPipeline>(FashionMnistSource(opt.data, /*train=*/true), o);
   }
@@ -416,7 +418,8 @@ int Train(const TrainOptions& opt) {
     preloaded->StartEpoch(std::move(order), std::move(ranges));
   };
   if (!pipelined) {
-    preloaded = std::make_unique<PreloadedBatches>(train, PreloadedBatches::Options{opt.prefetch});
+    preloaded = std::make_unique<PreloadedBatches>(
+        train, PreloadedBatches::Options{opt.prefetch, opt.input_nice});
     start_preloaded_epoch(1, 0);
   }
   int64_t global_step = 0;
@@ -621,7 +624,8 @@ Command AddTrainCommand(CLI::App& rill) {
       ->check(AtLeast(1));
   app->add_option("--batch", opt->batch, "batch size")->type_name("N")->check(AtLeast(1));
   app->add_option("--lr", opt->lr, "learning rate")->type_name("X")->check(Positive());
-  app->add_option("--optimizer", opt->optimizer, "sgd, momentum, adam or adamw (weight decay 0.01)");
+  app->add_option("--optimizer", opt->optimizer,
+                  "sgd, momentum, adam or adamw (weight decay 0.01)");
   app->add_option("--lr-schedule", opt->lr_schedule,
                   "constant, or cosine: --warmup-steps of linear warm-up to --lr, then\n"
                   "half a cosine down to 0 at the job's last step")
@@ -676,6 +680,11 @@ Command AddTrainCommand(CLI::App& rill) {
   app->add_option("--prefetch", opt->prefetch,
                   "batches prepared ahead of the step: per place by the pipeline, whole\n"
                   "batches gathered by a thread of their own for preloaded input")
+      ->type_name("N")
+      ->check(AtLeast(0));
+  app->add_option("--input-nice", opt->input_nice,
+                  "added to the nice value of the threads that decode or gather\n"
+                  "batches, so that the places computing get the cores first")
       ->type_name("N")
       ->check(AtLeast(0));
   app->add_option("--save", opt->save, "write a checkpoint of all persistable variables at the end")

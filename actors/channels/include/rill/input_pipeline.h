@@ -59,6 +59,10 @@ class InputPipeline : public VarObject {
     int decode_threads = 1;
     int prefetch = 2;          // slices buffered per place
     int64_t max_batches = -1;  // per epoch; -1: all
+    // Added to the decode threads' nice value: they run in the gaps the
+    // threads computing leave (a place's first kernel then starts when its
+    // batch is taken, not after the next batch's decode). 0: same priority.
+    int decode_nice = 5;
   };
   // Counters since construction.
   struct Counters {
