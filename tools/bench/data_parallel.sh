@@ -13,13 +13,15 @@
 # Then, from one traced run per place count (rill trace summarize's time
 # split), where a step's time goes, its serial fraction, and a projection past
 # the two cores this machine has (actors/README.md, "Data-parallel scaling"):
-#   T(P) = S + C * g / P + M
+#   T(P) = S + B + M + C * g / P
 # with C the compute kernels of a one-place step, g how much slower the same
 # kernels ran with two places running (memory bandwidth shared), S the time
 # no place computes and the driver's (between iterations, before the first
 # and after the last kernel), M a place's share of the merge (allreduce
 # chunks, about constant in P: each place reduces 1/P of the gradients from
-# P copies). Last, cpu:4 and cpu:8 on the MLP (oversubscribed here: it shows
+# P copies), and B the imbalance: what the two-place step took beyond
+# S + M + C g / 2 (a place starting late, one waiting at a barrier for the
+# other), taken as constant in P. Last, cpu:4 and cpu:8 on the MLP (oversubscribed here: it shows
 # whether anything grows worse than linearly with places), and the peak
 # tensor memory of the AllReduce and Reduce strategies on two places.
 # Usage: tools/bench/data_parallel.sh [PAIRS, default 5] [MLP STEPS, default 235] [CNN STEPS, default 30]
@@ -78,10 +80,12 @@ for model, batch, steps in models:
 
 def split(model, batch, steps, places):
     path = f"{trace_dir}/{model}-{places.replace(':', '')}.json"
-    # Up to 20 steps inside the first epoch, past its first quarter (warm-up);
-    # the second epoch's are not traced (--trace-steps counts global steps).
-    skip = max(1, int(steps) // 4)
-    count = max(1, min(20, int(steps) - skip - 1))
+    # Up to 20 steps of the second epoch (the figures' epoch: the first one
+    # also pays for first touches), past its first quarter; --trace-skip
+    # counts global steps.
+    quarter = max(1, int(steps) // 4)
+    skip = int(steps) + quarter
+    count = max(1, min(20, int(steps) - quarter - 1))
     train(model, batch, steps, places, "pipeline",
           ["--trace", path, "--trace-skip", str(skip), "--trace-steps", str(count)])
     out = subprocess.run([rill, "trace", "summarize", "--json", path], check=True,
@@ -107,13 +111,15 @@ for model, batch, steps in models:
     g = (two["kernel_us"] - two["merge_us"]) / C
     S = two["between_us"] + two["before_first_us"] + two["after_last_us"] + two["no_place_us"]
     M = two["merge_us"] / 2
+    B = max(0.0, two["total_us"] - S - M - C * g / 2)
     T1 = one["total_us"]
-    model_T = lambda P: S + C * g / P + M
-    measured = T1 / two["total_us"]
+    model_T = lambda P: S + B + M + C * g / P
+    serial = (S + B + M) / model_T(2)
     cells = ", ".join(f"cpu:{P} {T1 / model_T(P):.2f}x" for P in (2, 4, 8, 16, 32))
-    projection.append(f"{model}: C {C:.0f} µs, g {g:.2f}, S {S:.0f} µs, M {M:.0f} µs; traced "
-                      f"cpu:2 {measured:.2f}x; projected {cells}")
-print("\nprojection T(P) = S + C * g / P + M, speedup T(1) / T(P) (T(1) the traced one-place step)")
+    projection.append(f"{model}: C {C:.0f} µs, g {g:.2f}, S {S:.0f} µs, B {B:.0f} µs, M {M:.0f} µs "
+                      f"(serial {100 * serial:.1f}% of the 2-place step); {cells}")
+print("\nprojection T(P) = S + B + M + C * g / P, speedup T(1) / T(P) (the traced one-place step; "
+      "cpu:2 is the traced two-place step by construction)")
 for line in projection:
     print(" ", line)
 
