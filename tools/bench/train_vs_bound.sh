@@ -5,7 +5,9 @@
 #             mlp_benchmark --bound records them from a real step)
 #   bench     mlp_benchmark: the sequential executor on preloaded real batches
 #   train     `rill train` with each executor (sequential, actor) and each
-#             input (pipeline, preloaded): one epoch (the CNN: 100 steps)
+#             input (pipeline, preloaded): two epochs (the CNN: of 100 steps),
+#             the second one's samples/s (steady state, as mlp_benchmark
+#             times it: the first epoch also pays for first touches of pages)
 #   torch     Debian's PyTorch on the same model and the same real batches
 #             (tools/bench/torch_gpu_models.py --device cpu)
 # Everything runs on one thread: OpenBLAS, OpenMP and torch pinned to 1,
@@ -50,12 +52,13 @@ def run_bench(model, batch):
             "gemm_ms": float(gemm_line["median_step_ms"])}
 
 def run_train(model, batch, steps, executor, source):
-    cmd = [rill, "train", "--model", model, "--batch", str(batch), "--epochs", "1", "--threads", "1",
+    cmd = [rill, "train", "--model", model, "--batch", str(batch), "--epochs", "2", "--threads", "1",
            "--blas-threads", "1", "--executor", executor, "--input", source, "--json"]
     if steps:
         cmd += ["--max-steps", str(steps)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-    return float(json.loads(out.splitlines()[0])["samples_per_sec"])
+    lines = [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+    return float(lines[-1]["samples_per_sec"])
 
 def run_torch(model, batch):
     out = subprocess.run(["/usr/bin/python3", "tools/bench/torch_gpu_models.py", "--device", "cpu",
