@@ -12,8 +12,6 @@
 namespace rill {
 namespace {
 
-// A float32 such as 0.9f stands for the decimal 0.9: widening it through its
-// shortest decimal form gives the double a Python user would have written.
 // Writes one value into a one-element output of the given float type. `shape`
 // is copied by Allocate before anything else changes, so it may be out's own.
 void WriteScalar(Tensor* out, DataType dtype, const Shape& shape, double value) {

@@ -82,7 +82,8 @@ std::optional<ParallelSplit> SplitParallelTime(const Trace& trace, int64_t graph
   }
   if (places.empty()) return std::nullopt;
   split.places = static_cast<int64_t>(places.size());
-  double previous_end = -1;
+  int64_t previous = -1;  // the last iteration counted
+  double previous_end = 0;
   for (const auto& [index, it] : iterations) {
     if (it.kernels.empty() || it.end <= it.start) continue;
     ++split.iterations;
@@ -101,10 +102,11 @@ std::optional<ParallelSplit> SplitParallelTime(const Trace& trace, int64_t graph
     split.total_us += it.end - it.start;
     // Only a gap to the previous traced iteration counts: an iteration left
     // out (not traced, or without kernels) would make it the driver's.
-    if (previous_end >= 0 && index > 0 && iterations.count(index - 1) && it.start > previous_end) {
+    if (previous >= 0 && index == previous + 1 && it.start > previous_end) {
       split.between_us += it.start - previous_end;
       split.total_us += it.start - previous_end;
     }
+    previous = index;
     previous_end = it.end;
   }
   if (split.iterations == 0) return std::nullopt;

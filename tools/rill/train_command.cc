@@ -402,6 +402,12 @@ int Train(const TrainOptions& opt) {
   const auto first_step_at = [&](int64_t at) {
     return std::min(steps, static_cast<size_t>(std::max<int64_t>(0, start_step - at)));
   };
+  // Step s's rows of the epoch's example order.
+  const auto step_rows = [&](size_t s) {
+    const size_t begin = s * global_batch + row_offset;
+    return PreloadedBatches::Range(begin,
+                                   std::min(examples, begin + static_cast<size_t>(opt.batch)));
+  };
   // Preloaded data is gathered one step ahead on a thread of its own; each
   // epoch's first batches while the epoch before is evaluated.
   std::unique_ptr<PreloadedBatches> preloaded;
@@ -411,10 +417,7 @@ int Train(const TrainOptions& opt) {
     std::mt19937_64 shuffle(opt.seed * 1000003 + static_cast<uint64_t>(epoch));
     std::shuffle(order.begin(), order.end(), shuffle);
     std::vector<PreloadedBatches::Range> ranges;
-    for (size_t s = first_step_at(at); s < steps; ++s) {
-      const size_t begin = s * global_batch + row_offset;
-      ranges.emplace_back(begin, std::min(examples, begin + static_cast<size_t>(opt.batch)));
-    }
+    for (size_t s = first_step_at(at); s < steps; ++s) ranges.push_back(step_rows(s));
     preloaded->StartEpoch(std::move(order), std::move(ranges));
   };
   if (!pipelined) {
@@ -448,9 +451,8 @@ int Train(const TrainOptions& opt) {
                         {model.loss.name});
       }
       loss_sum += out[0].GetAsDouble(0);
-      const size_t begin = s * global_batch + row_offset;
-      samples +=
-          static_cast<int64_t>(std::min(examples, begin + static_cast<size_t>(opt.batch)) - begin);
+      const PreloadedBatches::Range rows = step_rows(s);
+      samples += static_cast<int64_t>(rows.second - rows.first);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (tty && (s % 20 == 0 || s + 1 == steps)) {
         DrawProgress(epoch, s + 1, steps, loss_sum / static_cast<double>(s + 1 - first_step),
@@ -462,21 +464,27 @@ int Train(const TrainOptions& opt) {
     const double train_loss =
         loss_sum / static_cast<double>(std::max<size_t>(steps - first_step, 1));
     const double rate = static_cast<double>(samples) / std::max(seconds, 1e-9);
-    InputPipeline::Counters input;
+    // The input's counters as the pipeline's (preloaded batches are gathered, not decoded).
+    InputPipeline::Counters now;
     if (pipelined) {
-      const InputPipeline::Counters now = pipeline->counters();
-      input = {now.batches - seen.batches, now.ready - seen.ready, now.waited - seen.waited,
-               now.wait_ns - seen.wait_ns, now.decoded - seen.decoded};
-      seen = now;
-      // The next epoch decodes while this one is evaluated: its first step finds its batch.
-      if (epoch < opt.epochs) pipeline->StartEpoch(epoch + 1);
+      now = pipeline->counters();
     } else {
-      const PreloadedBatches::Counters now = preloaded->counters();
-      input = {now.batches - seen.batches, now.ready - seen.ready, now.waited - seen.waited,
-               now.wait_ns - seen.wait_ns, now.batches - seen.batches};
-      seen = {now.batches, now.ready, now.waited, now.wait_ns, now.batches};
-      batch = {};  // the ring may reuse its buffers
-      if (epoch < opt.epochs) start_preloaded_epoch(epoch + 1, global_step);
+      const PreloadedBatches::Counters c = preloaded->counters();
+      now = {c.batches, c.ready, c.waited, c.wait_ns, c.batches};
+    }
+    const InputPipeline::Counters input = {now.batches - seen.batches, now.ready - seen.ready,
+                                           now.waited - seen.waited, now.wait_ns - seen.wait_ns,
+                                           now.decoded - seen.decoded};
+    seen = now;
+    // The next epoch's first batches are prepared while this one is
+    // evaluated: its first step finds its batch.
+    if (epoch < opt.epochs) {
+      if (pipelined) {
+        pipeline->StartEpoch(epoch + 1);
+      } else {
+        batch = {};  // the ring may reuse its buffers
+        start_preloaded_epoch(epoch + 1, global_step);
+      }
     }
     eval->Refresh();
     const Evaluation result = Evaluate(*eval, test, model);
