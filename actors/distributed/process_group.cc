@@ -3,12 +3,15 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <exception>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "actors/distributed/collective_sequence.h"
+#include "actors/distributed/gloo_interrupt.h"
 #include "actors/distributed/rendezvous_store.h"
 #include "gloo/allreduce.h"
 #include "gloo/broadcast.h"
@@ -63,6 +66,8 @@ class ProcessGroup::Impl {
     store.master = ParseEndpoint(options.master);
     store.token = options.token;
     store.timeout = options.timeout;
+    store.heartbeat = options.heartbeat;
+    store.peer_timeout = options.peer_timeout;
     try {
       store_ = std::make_unique<RendezvousStore>(store);
     } catch (const Error& error) {
@@ -73,6 +78,7 @@ class ProcessGroup::Impl {
     }
     Meet();
     ConnectGloo();
+    watcher_ = std::thread([this] { WatchForLostRanks(); });
   }
 
   ~Impl() {
@@ -83,6 +89,9 @@ class ProcessGroup::Impl {
     // error (a broken group, or an exception unwinding) leaves at once and
     // without a goodbye: rank 0 reports it lost, and the others' collectives
     // fail naming it instead of waiting for it.
+    // From here a rank that leaves is waited for (or named) by the store.
+    watching_ = false;
+    watcher_.join();
     bool finished = false;
     if (!broken_ && std::uncaught_exceptions() == 0) {
       try {
@@ -195,10 +204,35 @@ class ProcessGroup::Impl {
       collective(tag_++);
     } catch (const std::exception& error) {
       broken_ = true;
-      broken_why_ = StrCat(error.what(), Lost());
+      // An interrupted collective's error is the news of the lost rank already;
+      // one that failed by itself (a dead rank's socket) gets it appended.
+      const std::string text = error.what();
+      std::string news;
+      {
+        std::lock_guard<std::mutex> lock(news_mutex_);
+        news = news_;
+      }
+      broken_why_ =
+          !news.empty() && text.find(news) != std::string::npos ? text : StrCat(text, Lost());
       Fail(ErrorCode::kUnavailable, "rank ", options_.rank, " of ", options_.world_size, ": ", what,
            " failed: ", broken_why_);
     }
+  }
+
+  // Gloo's waits cannot be cancelled, and a stopped rank's TCP peers still
+  // ack: without this, the others would wait out the whole collective
+  // timeout. When rank 0's store reports a rank lost (or rank 0 itself goes),
+  // every pair of this rank fails with that news: a collective in flight
+  // throws it now, and any later one at once.
+  void WatchForLostRanks() {
+    std::string lost;
+    while (watching_ && lost.empty()) lost = store_->Lost(std::chrono::milliseconds(200));
+    if (lost.empty()) return;
+    {
+      std::lock_guard<std::mutex> lock(news_mutex_);
+      news_ = lost;
+    }
+    InterruptGlooPairs(*context_, lost);
   }
 
   // What rank 0 knows of ranks that left (given a moment to hear of a rank
@@ -217,6 +251,10 @@ class ProcessGroup::Impl {
   uint32_t tag_ = 0;
   bool broken_ = false;
   std::string broken_why_;
+  std::atomic<bool> watching_{true};
+  std::mutex news_mutex_;
+  std::string news_;     // what the watcher failed the pairs with
+  std::thread watcher_;  // WatchForLostRanks, from the end of the constructor to the destructor
 };
 
 ProcessGroup::ProcessGroup(const ProcessGroupOptions& options)

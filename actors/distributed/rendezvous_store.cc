@@ -23,8 +23,13 @@ class RendezvousStore::Impl {
     RILL_CHECK(options.world_size >= 1 && options.rank >= 0 && options.rank < options.world_size,
                kInvalidArgument, "rank ", options.rank, " is not in a group of ",
                options.world_size);
+    RILL_CHECK(options.heartbeat.count() > 0 && options.peer_timeout > options.heartbeat,
+               kInvalidArgument, "rank ", options.rank, ": the peer timeout (",
+               options.peer_timeout.count(), " ms) must be above the heartbeat period (",
+               options.heartbeat.count(), " ms)");
     TransportOptions transport;
     transport.token = options.token;
+    transport.limits.idle_timeout = options.peer_timeout;
     TransportCallbacks callbacks;
     callbacks.on_open = [this](ConnectionId c, const PeerInfo& peer) { OnOpen(c, peer); };
     callbacks.on_frame = [this](ConnectionId c, ReceivedFrame f) { OnFrame(c, std::move(f)); };
@@ -359,7 +364,7 @@ class RendezvousStore::Impl {
 
   void Heartbeats() {
     std::unique_lock<std::mutex> lock(mutex_);
-    while (!changed_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; })) {
+    while (!changed_.wait_for(lock, options_.heartbeat, [&] { return stopping_; })) {
       std::vector<ConnectionId> to;
       if (server()) {
         for (const auto& [c, rank] : ranks_) to.push_back(c);

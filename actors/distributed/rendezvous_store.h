@@ -11,8 +11,10 @@
 // or at once when the connection to rank 0 closes (kUnavailable, naming rank 0
 // and the cause). Rank 0 notices a rank whose connection closes before it said
 // goodbye (Leave) and tells every rank through the key kLostKey (Lost).
-// Both ends send a heartbeat every second, so an open connection never idles
-// out while the group lives.
+// Both ends send a heartbeat every Options::heartbeat; a connection on which
+// nothing arrives for Options::peer_timeout is closed, so a rank that stops
+// (SIGSTOP, a hung host, a cut cable) is lost like one that died: rank 0
+// names it in kLostKey, and rank 0 gone silent fails the others' waits.
 //
 // Thread-safety: every method may be called from any thread.
 #pragma once
@@ -37,6 +39,10 @@ class RendezvousStore : public gloo::rendezvous::Store {
     std::string token;
     // Connecting, and every wait that names no timeout of its own.
     std::chrono::milliseconds timeout{10000};
+    // Heartbeats, and the silence after which a peer counts as gone (above
+    // the heartbeat).
+    std::chrono::milliseconds heartbeat{1000};
+    std::chrono::milliseconds peer_timeout{5000};
   };
 
   // The key rank 0 sets when ranks leave without a goodbye: a line per rank.

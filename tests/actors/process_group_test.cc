@@ -2,9 +2,9 @@
 // later set, a missing key named at its deadline), and ProcessGroup with 2 and
 // 3 ranks as threads of this process (allreduce against sums computed here,
 // the same bits on every rank; broadcast), a wrong token refused at once, a
-// rank that never comes named at the deadline, and a rank that dies (a child
-// process running this binary, killed with SIGKILL) named by the others
-// within 10 s.
+// rank that never comes named at the deadline, and a rank that dies or stops
+// (a child process running this binary, ending with SIGKILL or SIGSTOP) named
+// by the others within 10 s, however long the collective timeout.
 #include "rill/process_group.h"
 
 #include <gtest/gtest.h>
@@ -256,24 +256,25 @@ TEST(ProcessGroupTest, ARankThatFailsLeavesAtOnceAndTheOthersNameIt) {
   EXPECT_LT(Clock::now() - start, 10s);  // not the 20 s deadline
 }
 
-// The child of KilledRankIsNamedByTheOthers: joins from the environment, takes
-// part in one allreduce, then dies without a word.
-// Disabled: only the parent runs it (--gtest_also_run_disabled_tests).
+// The child of the lost-rank tests: joins from the environment, takes part
+// in one allreduce, then dies without a word (RILL_PROCESS_GROUP_CHILD=kill)
+// or stops (=stop: alive to the kernel, its sockets open, silent).
+// Disabled: only the parents run it (--gtest_also_run_disabled_tests).
 TEST(ProcessGroupChild, DISABLED_JoinAllreduceOnceAndDie) {
-  if (std::getenv("RILL_PROCESS_GROUP_CHILD") == nullptr) GTEST_SKIP() << "run by another test";
-  auto group = ProcessGroup::FromEnvironment(10000ms);
+  const char* how = std::getenv("RILL_PROCESS_GROUP_CHILD");
+  if (how == nullptr) GTEST_SKIP() << "run by another test";
+  auto group = ProcessGroup::FromEnvironment(30000ms);
   std::vector<double> data(1000, 1.0);
   group->AllreduceSum(data.data(), data.size());
-  ::kill(::getpid(), SIGKILL);
+  ::kill(::getpid(), std::strcmp(how, "stop") == 0 ? SIGSTOP : SIGKILL);
 }
 
-TEST(ProcessGroupTest, AKilledRankIsNamedByTheOthersWithinTenSeconds) {
-  const std::string master = FreeMaster();
-  constexpr int kWorld = 3;
-  // Rank 2 is a child process running this binary's child test.
-  std::vector<std::string> env_text = {"RILL_PROCESS_GROUP_CHILD=1", "RILL_RANK=2",
-                                       StrCat("RILL_WORLD_SIZE=", kWorld), "RILL_MASTER=" + master,
-                                       "RILL_TOKEN=the job's token"};
+// Starts rank `rank` of `world` as a child process running the child test
+// above, which ends as `how` says.
+pid_t SpawnChildRank(const std::string& master, int rank, int world, const std::string& how) {
+  std::vector<std::string> env_text = {
+      "RILL_PROCESS_GROUP_CHILD=" + how, StrCat("RILL_RANK=", rank),
+      StrCat("RILL_WORLD_SIZE=", world), "RILL_MASTER=" + master, "RILL_TOKEN=the job's token"};
   std::vector<char*> env;
   for (char** e = environ; *e != nullptr; ++e) env.push_back(*e);
   for (auto& e : env_text) env.push_back(e.data());
@@ -284,35 +285,98 @@ TEST(ProcessGroupTest, AKilledRankIsNamedByTheOthersWithinTenSeconds) {
   std::string disabled = "--gtest_also_run_disabled_tests";
   char* argv[] = {self.data(), filter.data(), disabled.data(), nullptr};
   pid_t child = 0;
-  ASSERT_EQ(::posix_spawn(&child, self.c_str(), nullptr, nullptr, argv, env.data()), 0);
+  EXPECT_EQ(::posix_spawn(&child, self.c_str(), nullptr, nullptr, argv, env.data()), 0);
+  return child;
+}
 
-  std::vector<Clock::duration> took(2);
-  const auto errors = OnRanks(2, [&](int rank) {
-    ProcessGroup group(Options(rank, kWorld, master, 10000ms));
+// The ranks of a 3-rank group other than `child_rank`, as threads here (with
+// a 30 s collective timeout): one allreduce with the child, then a second,
+// which the child never joins. Returns each thread rank's error and how long
+// its second allreduce took.
+struct LostRankRun {
+  std::vector<int> ranks;
+  std::vector<std::string> errors;
+  std::vector<Clock::duration> took;
+};
+LostRankRun RunWithoutTheChild(const std::string& master, int child_rank) {
+  LostRankRun run;
+  for (int r = 0; r < 3; ++r) {
+    if (r != child_rank) run.ranks.push_back(r);
+  }
+  run.took.resize(2);
+  run.errors = OnRanks(2, [&](int i) {
+    ProcessGroup group(Options(run.ranks[static_cast<size_t>(i)], 3, master, 30000ms));
     std::vector<double> data(1000, 1.0);
     group.AllreduceSum(data.data(), data.size());
     EXPECT_EQ(data[0], 3.0);
     const auto start = Clock::now();
     try {
-      group.AllreduceSum(data.data(), data.size());  // rank 2 is dead by now, or dies during it
+      group.AllreduceSum(data.data(), data.size());  // the child is gone or stopped by now
     } catch (...) {
-      took[static_cast<size_t>(rank)] = Clock::now() - start;
+      run.took[static_cast<size_t>(i)] = Clock::now() - start;
       throw;
     }
   });
+  return run;
+}
+
+TEST(ProcessGroupTest, AKilledRankIsNamedByTheOthersWithinTenSeconds) {
+  const std::string master = FreeMaster();
+  const pid_t child = SpawnChildRank(master, 2, 3, "kill");
+  ASSERT_GT(child, 0);
+  const LostRankRun run = RunWithoutTheChild(master, 2);
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "the child exited with " << status;
   for (int r = 0; r < 2; ++r) {
-    std::cout << "rank " << r << " failed with: " << errors[r] << "\n";
-    EXPECT_NE(errors[r].find(StrCat("rank ", r, " of 3: the allreduce of 1000 values failed")),
+    std::cout << "rank " << r << " failed with: " << run.errors[r] << "\n";
+    EXPECT_NE(run.errors[r].find(StrCat("rank ", r, " of 3: the allreduce of 1000 values failed")),
               std::string::npos)
-        << errors[r];
-    EXPECT_NE(errors[r].find("rank 2 left the group"), std::string::npos) << errors[r];
-    EXPECT_LT(took[static_cast<size_t>(r)], 10s) << "rank " << r;
+        << run.errors[r];
+    EXPECT_NE(run.errors[r].find("rank 2 left the group"), std::string::npos) << run.errors[r];
+    EXPECT_LT(run.took[static_cast<size_t>(r)], 10s) << "rank " << r;
   }
 }
+
+// A stopped rank keeps its sockets open and the kernel acks for it; only its
+// silence (no heartbeat for the 5 s peer timeout) tells. The others' second
+// allreduce, with a 30 s collective timeout, fails within 10 s naming it —
+// for a stopped rank 2, and for a stopped rank 0 (which holds the store).
+class StoppedRankTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(StoppedRankTest, IsNamedByTheOthersWithinTenSeconds) {
+  const int stopped = GetParam();
+  const std::string master = FreeMaster();
+  const pid_t child = SpawnChildRank(master, stopped, 3, "stop");
+  ASSERT_GT(child, 0);
+  const LostRankRun run = RunWithoutTheChild(master, stopped);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, WUNTRACED), child);
+  EXPECT_TRUE(WIFSTOPPED(status)) << "the child ended with " << status;
+  ::kill(child, SIGKILL);
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  const std::string silent = "sent nothing for 5000 ms";
+  for (size_t i = 0; i < 2; ++i) {
+    const int rank = run.ranks[i];
+    std::cout << "rank " << rank << " failed with: " << run.errors[i] << "\n";
+    EXPECT_NE(
+        run.errors[i].find(StrCat("rank ", rank, " of 3: the allreduce of 1000 values failed")),
+        std::string::npos)
+        << run.errors[i];
+    EXPECT_NE(run.errors[i].find(silent), std::string::npos) << run.errors[i];
+    if (stopped != 0) {
+      EXPECT_NE(run.errors[i].find(StrCat("rank ", stopped, " left the group")), std::string::npos)
+          << run.errors[i];
+    } else {
+      EXPECT_NE(run.errors[i].find("rank 0's rendezvous store"), std::string::npos)
+          << run.errors[i];
+    }
+    EXPECT_LT(run.took[i], 10s) << "rank " << rank;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, StoppedRankTest, ::testing::Values(2, 0));
 
 }  // namespace
 }  // namespace rill

@@ -96,9 +96,19 @@ int LaunchCollective(const LaunchFlags& flags) {
   const std::string token = TokenOf(flags);
   ChildProcesses job;
   for (int r = 0; r < n; ++r) {
-    std::vector<std::string> argv = {rill,        "train",       "--collective",  "--model",
-                                     flags.model, "--optimizer", flags.optimizer, "--lr",
-                                     flags.lr,    "--seed",      flags.seed};
+    std::vector<std::string> argv = {rill,
+                                     "train",
+                                     "--collective",
+                                     "--model",
+                                     flags.model,
+                                     "--optimizer",
+                                     flags.optimizer,
+                                     "--lr",
+                                     flags.lr,
+                                     "--seed",
+                                     flags.seed,
+                                     "--peer-timeout-ms",
+                                     std::to_string(flags.peer_timeout_ms)};
     argv.insert(argv.end(), flags.train_flags.begin(), flags.train_flags.end());
     job.Start("rank " + std::to_string(r), argv,
               {{"RILL_TOKEN", token},
@@ -215,7 +225,8 @@ Command AddLaunchCommand(CLI::App& rill) {
       ->check(AtLeast(1));
   app->add_option("--model", flags->model,
                   "mlp, cnn or linreg: the model, for the transpiler and the trainers");
-  app->add_option("--optimizer", flags->optimizer, "sgd, momentum, adam or adamw (weight decay 0.01)");
+  app->add_option("--optimizer", flags->optimizer,
+                  "sgd, momentum, adam or adamw (weight decay 0.01)");
   app->add_option("--lr", flags->lr, "learning rate")->type_name("X")->check(Positive());
   app->add_option("--seed", flags->seed, "seed of the initialisers")->type_name("N");
   app->add_flag("--async", flags->async, "apply each gradient on arrival (default: sync)");

@@ -307,7 +307,11 @@ int Train(const TrainOptions& opt) {
   // A collective rank joins its group first: a rank that cannot fails before training.
   std::shared_ptr<ProcessGroup> group;
   if (opt.collective) {
-    group = ProcessGroup::FromEnvironment(std::chrono::milliseconds(opt.role.connect_timeout_ms));
+    ProcessGroupOptions options = ProcessGroup::OptionsFromEnvironment(
+        std::chrono::milliseconds(opt.role.connect_timeout_ms));
+    options.heartbeat = std::chrono::milliseconds(opt.role.heartbeat_ms);
+    options.peer_timeout = std::chrono::milliseconds(opt.role.peer_timeout_ms);
+    group = std::make_shared<ProcessGroup>(options);
   }
   const size_t examples = static_cast<size_t>(pipelined ? pipeline->source().size() : train.size());
   const int trainers = distributed ? opt.role.trainers : group ? group->world_size() : 1;
@@ -716,7 +720,8 @@ Command AddTrainCommand(CLI::App& rill) {
                 "rendezvous, host:port) and RILL_TOKEN within --connect-timeout-ms,\n"
                 "starts from rank 0's parameters, trains on rows [rank * batch,\n"
                 "(rank + 1) * batch) of each global batch of world * --batch, and\n"
-                "averages gradients over the ranks (Gloo) before the optimizer");
+                "averages gradients over the ranks (Gloo) before the optimizer; a rank\n"
+                "silent for --peer-timeout-ms (stopped, hung) ends the job naming it");
   opt->role.Bind(*app);
   app->footer(
       "A trainer of a distributed job (--role trainer; see rill launch) builds the\n"

@@ -10,8 +10,11 @@
 //
 // Every wait has a deadline (ProcessGroupOptions::timeout): a rank that never
 // comes fails the rendezvous naming it, a wrong token fails at once, and a
-// collective that cannot finish (a rank died or stalled) throws rill::Error
-// naming this rank and what rank 0 knows of the lost ones. After a failed
+// collective that cannot finish throws rill::Error naming this rank and what
+// rank 0 knows of the lost ones. A rank that dies, or goes silent (stopped,
+// hung: no heartbeat on its store connection for `peer_timeout`), is lost:
+// every other rank's collective in flight, or its next one, fails within
+// about peer_timeout naming it, however long `timeout` is. After a failed
 // collective the group is broken: every later one throws at once.
 //
 // A process group sets SIGPIPE to ignored when it is still at its default
@@ -42,6 +45,10 @@ struct ProcessGroupOptions {
   std::string token;  // the job's; the same on every rank
   // The rendezvous (every rank arrives, Gloo connects) and each collective.
   std::chrono::milliseconds timeout{10000};
+  // Every rank and rank 0's store heartbeat each other this often; a rank (or
+  // rank 0) silent for peer_timeout is lost. peer_timeout must be above heartbeat.
+  std::chrono::milliseconds heartbeat{1000};
+  std::chrono::milliseconds peer_timeout{5000};
   // The address Gloo's TCP device binds to, and that the other ranks reach
   // this one at.
   std::string bind_host = "127.0.0.1";
