@@ -46,8 +46,11 @@ std::vector<Gradient> ParameterGradients(const proto::BlockDesc& block, const Va
     if (desc == nullptr) continue;
     Gradient g{var.name(), grad, -1, DeclaredBytes(*desc)};
     for (int i = 0; i < block.ops_size(); ++i) {
-      if (block.ops(i).role() == proto::ROLE_BACKWARD && Writes(block.ops(i), grad))
-        g.last_write = i;
+      const proto::OpDesc& op = block.ops(i);
+      // A merge across processes rewrites the finished gradient: the merge
+      // between places goes before it, after the gradient's last computation.
+      if (op.type() == kProcessAllreduceOp) continue;
+      if (op.role() == proto::ROLE_BACKWARD && Writes(op, grad)) g.last_write = i;
     }
     if (g.last_write >= 0) grads.push_back(std::move(g));
   }
@@ -217,7 +220,7 @@ proto::ProgramDesc AddProcessAllreduce(const proto::ProgramDesc& program, int bl
   for (int i = 0; i < ops.size(); ++i) {
     *block->add_ops() = std::move(*ops.Mutable(i));
     for (auto& merge : after[static_cast<size_t>(i)]) {
-      merge.set_type("process_allreduce");
+      merge.set_type(kProcessAllreduceOp);
       SetAttr(&merge, "count", static_cast<int64_t>(buckets.size()));
       *block->add_ops() = std::move(merge);
     }
@@ -268,6 +271,17 @@ DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_i
     OpPlacement placement;
     if (op.type() == "allreduce" || op.type() == "reduce") {
       placement.kind = OpPlacement::kCollective;
+    } else if (op.type() == kProcessAllreduceOp) {
+      // Hierarchical: the places reduce a bucket into its one shared copy,
+      // which one place then merges with the other processes, before the
+      // optimizer reads it. With kAllReduce every place would hold a copy to
+      // merge, and issue the process's collective once per place.
+      RILL_CHECK(reduce, kUnimplemented, "block ", block_index, ": op \"", op.type(),
+                 "\" merges across processes; with ", places,
+                 " places per process it needs the reduce strategy (--strategy reduce): the "
+                 "places reduce into one copy, which the process merges once");
+      placement.kind = OpPlacement::kOnePlace;
+      placement.place = OwnerOf(op, owner);
     } else if (reduce && op.role() == proto::ROLE_OPTIMIZE) {
       placement.kind = OpPlacement::kOnePlace;
       placement.place = OwnerOf(op, owner);

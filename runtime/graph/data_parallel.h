@@ -74,13 +74,17 @@ struct DataParallelPlan {
 };
 
 inline constexpr const char* kLossScaleVar = "@LOSS_SCALE@";
+inline constexpr const char* kProcessAllreduceOp = "process_allreduce";
 
 // Data parallelism across processes (rill/process_group.h, `rill train
 // --collective`): a copy of `program` with a "process_allreduce" op after the
 // last backward write of each bucket of parameter gradients of block
 // `block_index` (bucketed by `fuse_bytes` as for places), numbered in bucket
 // order (attribute "order", of "count"): every rank issues them in that order.
-// Each replaces its gradients by their mean over the ranks.
+// Each replaces its gradients by their mean over the ranks. Planned for
+// several places (PlanDataParallel, ReduceStrategy::kReduce), each runs on one
+// place after the bucket's reduce between places: hierarchical, one
+// collective per bucket and process.
 proto::ProgramDesc AddProcessAllreduce(const proto::ProgramDesc& program, int block_index,
                                        int64_t fuse_bytes);
 

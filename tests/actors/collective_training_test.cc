@@ -4,7 +4,9 @@
 // on its slice of every global batch, ends within 1e-9 (relative) of one
 // executor trained on the whole global batch, and with the same bits on every
 // rank; parameters are broadcast from rank 0 first (the other ranks start
-// from other seeds).
+// from other seeds). With 2 places per rank the merge is hierarchical (the
+// places reduce, then the process merges once): the same bounds hold; with
+// allreduce between places the plan refuses, naming the strategy to use.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,7 +83,7 @@ Trained TrainAlone(int world) {
 
 // Rank `rank` of `world`: its slice of every global batch, gradients averaged
 // over the ranks. Seeds differ by rank: the broadcast must make them agree.
-Trained TrainRank(int rank, int world, const std::string& master, int64_t fuse_bytes) {
+Trained TrainRank(int rank, int world, const std::string& master, int64_t fuse_bytes, int places) {
   Program main, startup;
   Builder b(&main, &startup, rank == 0 ? 11 : 100 + static_cast<uint64_t>(rank));
   Var loss = BuildMlp(b);
@@ -97,7 +99,13 @@ Trained TrainRank(int rank, int world, const std::string& master, int64_t fuse_b
   BroadcastPersistables(*group, main.desc(), &scope);
   ProcessGroup::Install(&scope, group);
   const proto::ProgramDesc program = AddProcessAllreduce(main.desc(), 0, fuse_bytes);
-  ParallelExecutor exe(program, &scope, {.places = {Place::Cpu()}, .strategy = OneThread()});
+  BuildStrategy build;
+  build.reduce = ReduceStrategy::kReduce;
+  build.fuse_bytes = fuse_bytes;
+  ParallelExecutor exe(program, &scope,
+                       {.places = std::vector<Place>(static_cast<size_t>(places), Place::Cpu()),
+                        .strategy = OneThread(),
+                        .build = build});
   for (int s = 0; s < kSteps; ++s) {
     FeedList feeds = GlobalFeeds(s, world * kRowsPerRank);
     for (auto& [name, value] : feeds)
@@ -107,13 +115,13 @@ Trained TrainRank(int rank, int world, const std::string& master, int64_t fuse_b
   return Parameters(main, scope);
 }
 
-void ExpectRanksMatchOneProcess(int world, int64_t fuse_bytes) {
+void ExpectRanksMatchOneProcess(int world, int64_t fuse_bytes, int places = 1) {
   const Trained alone = TrainAlone(world);
   const std::string master = StrCat("127.0.0.1:", testing::ClosedLoopbackPort());
   std::vector<std::future<Trained>> ranks;
   for (int r = 0; r < world; ++r) {
-    ranks.push_back(
-        std::async(std::launch::async, [=] { return TrainRank(r, world, master, fuse_bytes); }));
+    ranks.push_back(std::async(std::launch::async,
+                               [=] { return TrainRank(r, world, master, fuse_bytes, places); }));
   }
   std::vector<Trained> got;
   for (auto& rank : ranks) got.push_back(rank.get());
@@ -146,6 +154,33 @@ TEST(CollectiveTrainingTest, ThreeRanksMatchOneProcessOnTheGlobalBatch) {
 
 TEST(CollectiveTrainingTest, ThreeRanksWithOneCollectivePerGradient) {
   ExpectRanksMatchOneProcess(3, 0);
+}
+
+TEST(CollectiveTrainingTest, TwoRanksOfTwoPlacesMatchOneProcessOnTheGlobalBatch) {
+  ExpectRanksMatchOneProcess(2, 256 * 1024, 2);
+}
+
+TEST(CollectiveTrainingTest, ThreeRanksOfTwoPlacesWithOneCollectivePerGradient) {
+  ExpectRanksMatchOneProcess(3, 0, 2);
+}
+
+// Every place would hold its own merged copy: the plan refuses before any rank
+// waits on the others.
+TEST(CollectiveTrainingTest, PlacesThatAllreduceAreRefusedNamingTheStrategy) {
+  Program main, startup;
+  Builder b(&main, &startup, 11);
+  Var loss = BuildMlp(b);
+  Adam(0.01f).Minimize(b, loss);
+  const proto::ProgramDesc program = AddProcessAllreduce(main.desc(), 0, 0);
+  BuildStrategy build;
+  build.reduce = ReduceStrategy::kAllReduce;
+  try {
+    PlanDataParallel(program, 0, 2, build);
+    FAIL() << "planned";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("needs the reduce strategy"), std::string::npos)
+        << error.what();
+  }
 }
 
 }  // namespace

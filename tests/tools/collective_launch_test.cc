@@ -1,9 +1,9 @@
 // Collective data parallelism as separate processes on loopback, driven
 // through the `rill` command: `rill launch --nprocs N --collective` with 2 and
-// 3 ranks ends with the parameters of one process trained on the same global
-// batch (float32: 1e-5 relative) and the same parameters on every rank; a
-// rank killed with SIGKILL or stopped with SIGSTOP mid-training makes the
-// others exit within 10 s naming it.
+// 3 ranks (and 2 ranks of 2 places, --strategy reduce) ends with the parameters of one process
+// trained on the same global batch (float32: 1e-5 relative) and the same parameters on every rank;
+// a rank killed with SIGKILL or stopped with SIGSTOP mid-training makes the others exit within 10 s
+// naming it.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -20,9 +20,11 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "rill/checkpoint.h"
+#include "rill/error.h"
 #include "rill/tensor.h"
 #include "tests/testing/cli_process.h"
 #include "tests/testing/ports.h"
@@ -35,7 +37,8 @@ using Clock = std::chrono::steady_clock;
 
 using Process = testing::CliProcess;
 
-class CollectiveLaunchTest : public ::testing::TestWithParam<int> {
+// The parameter: ranks, places per rank.
+class CollectiveLaunchTest : public ::testing::TestWithParam<std::pair<int, int>> {
  protected:
   void SetUp() override {
     std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
@@ -89,7 +92,7 @@ double RelativeDifference(const Tensor& a, const Tensor& b) {
 }
 
 TEST_P(CollectiveLaunchTest, RanksMatchOneProcessOnTheGlobalBatch) {
-  const int ranks = GetParam();
+  const auto [ranks, places] = GetParam();
   constexpr int kBatch = 16;
   const std::vector<std::string> train = {
       "--model", "mlp", "--epochs", "1", "--max-steps", "20", "--seed", "3", "--blas-threads", "1"};
@@ -115,6 +118,10 @@ TEST_P(CollectiveLaunchTest, RanksMatchOneProcessOnTheGlobalBatch) {
                                    "--json"};
   // The model and the seed come from launch's own flags.
   args.insert(args.end(), {"--epochs", "1", "--max-steps", "20", "--blas-threads", "1"});
+  if (places > 1) {
+    args.insert(args.end(),
+                {"--places", StrCat("cpu:", places), "--threads", "1", "--strategy", "reduce"});
+  }
   Process& launch = Start("launch", args);
   ASSERT_TRUE(launch.Wait(300s)) << launch.Output();
   ASSERT_EQ(launch.status, 0) << launch.Output();
@@ -141,7 +148,11 @@ TEST_P(CollectiveLaunchTest, RanksMatchOneProcessOnTheGlobalBatch) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveLaunchTest, ::testing::Values(2, 3));
+INSTANTIATE_TEST_SUITE_P(Ranks, CollectiveLaunchTest,
+                         ::testing::Values(std::pair(2, 1), std::pair(3, 1), std::pair(2, 2)),
+                         [](const auto& info) {
+                           return StrCat(info.param.first, "Ranks", info.param.second, "Places");
+                         });
 
 class LostRankTest : public CollectiveLaunchTest {
  protected:

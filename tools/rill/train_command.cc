@@ -597,9 +597,13 @@ void CheckTrainOptions(TrainOptions& opt) {
   }
   if (opt.collective) {
     if (!opt.role.role.empty()) throw UsageError("--collective runs without --role");
-    if (opt.executor != "actor" || opt.places != "cpu") {
-      throw UsageError(
-          "--collective runs the actor executor on one place per process (--places cpu)");
+    if (opt.executor != "actor") throw UsageError("--collective runs the actor executor");
+    // Several places per process merge hierarchically: into one copy between
+    // the places, then once across the processes.
+    if (opt.places != "cpu" && opt.strategy != "reduce") {
+      throw UsageError("--collective with --places " + opt.places +
+                       " needs --strategy reduce (the places reduce into one copy, which the "
+                       "process merges across ranks once)");
     }
     if (opt.gradient_compression != "none") {
       throw UsageError("--gradient-compression does not apply across processes yet");
@@ -720,7 +724,9 @@ Command AddTrainCommand(CLI::App& rill) {
                 "rendezvous, host:port) and RILL_TOKEN within --connect-timeout-ms,\n"
                 "starts from rank 0's parameters, trains on rows [rank * batch,\n"
                 "(rank + 1) * batch) of each global batch of world * --batch, and\n"
-                "averages gradients over the ranks (Gloo) before the optimizer; a rank\n"
+                "averages gradients over the ranks (Gloo) before the optimizer (with\n"
+                "--places cpu:N --strategy reduce: between the places first, then once\n"
+                "per process across the ranks); a rank\n"
                 "silent for --peer-timeout-ms (stopped, hung) ends the job naming it");
   opt->role.Bind(*app);
   app->footer(
