@@ -6,6 +6,7 @@
 
 #include "rill/builder.h"
 #include "rill/error.h"
+#include "rill/op_desc.h"
 
 namespace rill {
 
@@ -20,14 +21,19 @@ Var Builder::MultiHeadSelfAttention(const Var& x, int heads, const std::optional
              "multi-head self-attention: input ", x.name, " width ", width, " does not split into ",
              heads, " heads");
   const int64_t head_width = width / heads;
-  // [N, T, E] projected, then [N, T, H, E/H] -> [N, H, T, E/H]: one matrix per head.
-  auto project_to_heads = [&]() {
-    Var y = Fc(x, static_cast<int>(width), Activation::kNone, /*num_flatten_dims=*/2);
+  // [N, T, E] -> [N, T, H, E/H] -> [N, H, T, E/H]: one matrix per head.
+  auto split_heads = [&](const Var& y) {
     return Transpose(Reshape(y, {-1, tokens, heads, head_width}), {0, 2, 1, 3});
   };
-  Var q = project_to_heads();
-  Var k = project_to_heads();
-  Var v = project_to_heads();
+  Var q = split_heads(Fc(x, static_cast<int>(width), Activation::kNone, /*num_flatten_dims=*/2));
+  // The keys get no bias: q (k_j + b) adds q b to every score of a row, which
+  // softmax cancels, so its gradient is zero up to rounding, which Adam would
+  // scale up to full steps.
+  Var key_weight = Parameter(main_->UniqueName("fc") + ".w", {width, width},
+                             Initializer::XavierUniform(), x.dtype);
+  Var k = split_heads(AppendOp("mul", {{"X", {x}}, {"Y", {key_weight}}}, {{"Out", 1}},
+                               [](proto::OpDesc* op) { SetAttr(op, "x_num_col_dims", 2); })[0]);
+  Var v = split_heads(Fc(x, static_cast<int>(width), Activation::kNone, /*num_flatten_dims=*/2));
   // Scores [N, H, T, T]: query i's row holds its dot products with every key.
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_width));
   Var scores = MatMul(q, k, /*transpose_x=*/false, /*transpose_y=*/true, scale);

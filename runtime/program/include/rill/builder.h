@@ -169,11 +169,12 @@ class Builder {
 
   // -- attention (builder_attention.cc) ----------------------------------------
   // Multi-head self-attention over x [N, T, E] (known T and E, E divisible by
-  // `heads`): fc projections (num_flatten_dims 2) to queries, keys and values,
-  // each split into heads [N, H, T, E/H]; scores q k^T / sqrt(E/H); softmax over
-  // the keys (MaskedSoftmax where `key_mask` is given: x's type, non-zero for
-  // the keys attended to, broadcasting to [N, H, T, T], e.g. [N, 1, 1, T]);
-  // times the values; heads merged back to [N, T, E]; an output fc.
+  // `heads`): fc projections (num_flatten_dims 2) to queries, keys (no bias:
+  // softmax cancels it) and values, each split into heads [N, H, T, E/H];
+  // scores q k^T / sqrt(E/H); softmax over the keys (MaskedSoftmax where
+  // `key_mask` is given: x's type, non-zero for the keys attended to,
+  // broadcasting to [N, H, T, T], e.g. [N, 1, 1, T]); times the values; heads
+  // merged back to [N, T, E]; an output fc.
   Var MultiHeadSelfAttention(const Var& x, int heads,
                              const std::optional<Var>& key_mask = std::nullopt);
   // A pre-norm Transformer encoder layer on x [N, T, E]:
