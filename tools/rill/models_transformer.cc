@@ -7,19 +7,22 @@
 namespace rill::cli {
 namespace {
 
-constexpr int64_t kPatch = 7;
-constexpr int64_t kPatchesPerSide = 28 / kPatch;
-constexpr int64_t kTokens = kPatchesPerSide * kPatchesPerSide;  // 16
+constexpr int64_t kPatchHeight = 7;
+constexpr int64_t kPatchWidth = 7;
+constexpr int64_t kPatchRows = 28 / kPatchHeight;
+constexpr int64_t kPatchColumns = 28 / kPatchWidth;
+constexpr int64_t kTokens = kPatchRows * kPatchColumns;
 constexpr int kWidth = 64;
 constexpr int kHeads = 4;
 constexpr int kFfnHidden = 128;
 constexpr int kLayers = 2;
 
-// [N, 784] -> [N, 16, 49]: row-major 7x7 patches, each flattened row by row.
+// [N, 784] -> [N, T, patch height * width]: patches in row-major order, each
+// flattened row by row.
 Var Patches(Builder& b, const Var& image) {
-  Var x = b.Reshape(image, {-1, kPatchesPerSide, kPatch, kPatchesPerSide, kPatch});
-  x = b.Transpose(x, {0, 1, 3, 2, 4});  // [N, patch row, patch column, 7, 7]
-  return b.Reshape(x, {-1, kTokens, kPatch * kPatch});
+  Var x = b.Reshape(image, {-1, kPatchRows, kPatchHeight, kPatchColumns, kPatchWidth});
+  x = b.Transpose(x, {0, 1, 3, 2, 4});  // [N, patch row, patch column, height, width]
+  return b.Reshape(x, {-1, kTokens, kPatchHeight * kPatchWidth});
 }
 
 // The mean over tokens, [N, T, E] -> [N, E], as a broadcast matmul with a
