@@ -7,7 +7,7 @@
 namespace rill::cli {
 
 // Logits [N, 10] of a small pre-norm Transformer encoder over 28x28 images
-// [N, 784] cut into 16 tokens of 7x7 patches (see models.h).
+// [N, 784] read as 28 tokens, one per row (see models.h).
 Var TransformerLogits(Builder& b, const Var& image);
 
 }  // namespace rill::cli
