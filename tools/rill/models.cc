@@ -2,6 +2,7 @@
 
 #include "rill/error.h"
 #include "rill/op_desc.h"
+#include "tools/rill/models_transformer.h"
 
 namespace rill::cli {
 namespace {
@@ -60,11 +61,13 @@ Classifier BuildClassifier(Builder& b, const std::string& model) {
     logits = b.Fc(h, 10);
   } else if (model == "resnet") {
     logits = ResNet(b, c.image);
+  } else if (model == "transformer") {
+    logits = TransformerLogits(b, c.image);
   } else if (model == "linreg") {
     logits = b.Fc(c.image, 10);
   } else {
     Fail(ErrorCode::kInvalidArgument, "unknown model \"", model,
-         "\" (expected mlp, cnn, resnet or linreg)");
+         "\" (expected mlp, cnn, resnet, transformer or linreg)");
   }
   c.loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, c.label));
   c.accuracy = b.Accuracy(b.Softmax(logits), c.label);

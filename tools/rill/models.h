@@ -22,8 +22,11 @@ struct Classifier {
 // residual network: 3x3 conv-bn-relu (32 channels) and 2x2 max-pool, a
 // residual block (two conv-bn, identity shortcut), a stride-2 conv-bn-relu to
 // 64 channels, two more residual blocks, global average pooling, fc 10.
-// "linreg": one linear layer 784-10 (multinomial logistic regression). Throws
-// kInvalidArgument for another name.
+// "transformer": the rows as 28 tokens, fc 64 plus a learned position
+// embedding, two pre-norm encoder layers (4 heads, GELU FFN 128), layer norm,
+// the mean over tokens, fc 10 (models_transformer.h). "linreg": one linear
+// layer 784-10 (multinomial logistic regression). Throws kInvalidArgument for
+// another name.
 Classifier BuildClassifier(Builder& builder, const std::string& model);
 
 // "sgd", "momentum", "adam" or "adamw" (weight decay 0.01, PyTorch's default)

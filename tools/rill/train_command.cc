@@ -634,7 +634,7 @@ Command AddTrainCommand(CLI::App& rill) {
   auto opt = std::make_shared<TrainOptions>();
   CLI::App* app = rill.add_subcommand("train", "train a Fashion-MNIST classifier");
   app->add_option("--model", opt->model,
-                  "mlp (784-256-128-10, ReLU), cnn, resnet (batch norm) or linreg");
+                  "mlp (784-256-128-10, ReLU), cnn, resnet (batch norm), transformer or linreg");
   app->add_option("--epochs", opt->epochs, "passes over the 60k training images")
       ->type_name("N")
       ->check(AtLeast(1));

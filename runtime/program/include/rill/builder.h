@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -165,6 +166,23 @@ class Builder {
   // [B, H, D, T], [B, T, D] x [D, E], [B, 1, T, D] x [B, H, D, T].
   Var MatMul(const Var& x, const Var& y, bool transpose_x = false, bool transpose_y = false,
              float alpha = 1.0f);
+
+  // -- attention (builder_attention.cc) ----------------------------------------
+  // Multi-head self-attention over x [N, T, E] (known T and E, E divisible by
+  // `heads`): fc projections (num_flatten_dims 2) to queries, keys (no bias:
+  // softmax cancels it) and values, each split into heads [N, H, T, E/H];
+  // scores q k^T / sqrt(E/H); softmax over the keys (MaskedSoftmax where
+  // `key_mask` is given: x's type, non-zero for the keys attended to,
+  // broadcasting to [N, H, T, T], e.g. [N, 1, 1, T]); times the values; heads
+  // merged back to [N, T, E]; an output fc.
+  Var MultiHeadSelfAttention(const Var& x, int heads,
+                             const std::optional<Var>& key_mask = std::nullopt);
+  // A pre-norm Transformer encoder layer on x [N, T, E]:
+  //   h = x + dropout(MultiHeadSelfAttention(LayerNorm(x), heads, key_mask))
+  //   out = h + dropout(Fc(Gelu(Fc(LayerNorm(h), ffn_hidden)), E))
+  // LayerNorm over E per token (begin_norm_axis 2); no dropout op at dropout 0.
+  Var TransformerEncoderLayer(const Var& x, int heads, int ffn_hidden, float dropout = 0,
+                              const std::optional<Var>& key_mask = std::nullopt);
 
   // -- blocks ------------------------------------------------------------------
   // parallel_do: `body` appends ops to a new sub-block, which runs on `places`
