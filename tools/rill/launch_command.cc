@@ -224,7 +224,7 @@ Command AddLaunchCommand(CLI::App& rill) {
       ->type_name("M")
       ->check(AtLeast(1));
   app->add_option("--model", flags->model,
-                  "mlp, cnn or linreg: the model, for the transpiler and the trainers");
+                  "the model (as rill train --model), for the transpiler and the trainers");
   app->add_option("--optimizer", flags->optimizer,
                   "sgd, momentum, adam or adamw (weight decay 0.01)");
   app->add_option("--lr", flags->lr, "learning rate")->type_name("X")->check(Positive());

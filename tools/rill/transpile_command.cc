@@ -83,8 +83,8 @@ Command AddTranspileCommand(CLI::App& rill) {
       ->default_str("");
   app->add_option("--startup", flags->startup, "its startup program")->type_name("FILE");
   app->add_option("--model", flags->model,
-                  "mlp, cnn or linreg: or build a Fashion-MNIST classifier (as rill\n"
-                  "train does) with its optimizer in a placeable block")
+                  "or build a Fashion-MNIST classifier (a model of rill train --model)\n"
+                  "with its optimizer in a placeable block")
       ->type_name("NAME");
   app->add_option("--optimizer", flags->optimizer, "with --model: sgd, momentum, adam or adamw");
   app->add_option("--lr", flags->lr, "with --model: the learning rate")
