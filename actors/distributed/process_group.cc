@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "actors/distributed/collective_sequence.h"
 #include "actors/distributed/gloo_interrupt.h"
 #include "actors/distributed/rendezvous_store.h"
+#include "gloo/allgather.h"
 #include "gloo/allreduce.h"
 #include "gloo/broadcast.h"
 #include "gloo/math.h"
@@ -138,6 +140,23 @@ class ProcessGroup::Impl {
       opts.setTag(tag);
       opts.setTimeout(options_.timeout);
       gloo::broadcast(opts);
+    });
+  }
+
+  void Allgather(const void* in, size_t bytes, void* out) {
+    if (bytes == 0) return;
+    if (options_.world_size == 1) {
+      std::memcpy(out, in, bytes);
+      return;
+    }
+    Run(StrCat("the allgather of ", bytes, " bytes per rank"), [&](uint32_t tag) {
+      gloo::AllgatherOptions opts(context_);
+      // Gloo's input is not const, and it only reads it.
+      opts.setInput(static_cast<uint8_t*>(const_cast<void*>(in)), bytes);
+      opts.setOutput(static_cast<uint8_t*>(out), bytes * static_cast<size_t>(options_.world_size));
+      opts.setTag(tag);
+      opts.setTimeout(options_.timeout);
+      gloo::allgather(opts);
     });
   }
 
@@ -293,6 +312,9 @@ void ProcessGroup::AllreduceSum(float* data, size_t count) { impl_->AllreduceSum
 void ProcessGroup::AllreduceSum(double* data, size_t count) { impl_->AllreduceSum(data, count); }
 void ProcessGroup::Broadcast(void* data, size_t bytes, int root) {
   impl_->Broadcast(data, bytes, root);
+}
+void ProcessGroup::Allgather(const void* in, size_t bytes, void* out) {
+  impl_->Allgather(in, bytes, out);
 }
 
 void BroadcastPersistables(ProcessGroup& group, const proto::ProgramDesc& program, Scope* scope,

@@ -206,7 +206,7 @@ std::unique_ptr<google::protobuf::Arena> MakeProgramArena(const proto::ProgramDe
 }  // namespace
 
 proto::ProgramDesc AddProcessAllreduce(const proto::ProgramDesc& program, int block_index,
-                                       int64_t fuse_bytes) {
+                                       int64_t fuse_bytes, GradientCompression compression) {
   RILL_CHECK(block_index >= 0 && block_index < program.blocks_size(), kOutOfRange, "block ",
              block_index, " does not exist (the program has ", program.blocks_size(), ")");
   proto::ProgramDesc out = program;
@@ -222,6 +222,7 @@ proto::ProgramDesc AddProcessAllreduce(const proto::ProgramDesc& program, int bl
     for (auto& merge : after[static_cast<size_t>(i)]) {
       merge.set_type(kProcessAllreduceOp);
       SetAttr(&merge, "count", static_cast<int64_t>(buckets.size()));
+      SetAttr(&merge, "compression", GradientCompressionName(compression));
       *block->add_ops() = std::move(merge);
     }
   }

@@ -85,8 +85,11 @@ inline constexpr const char* kProcessAllreduceOp = "process_allreduce";
 // several places (PlanDataParallel, ReduceStrategy::kReduce), each runs on one
 // place after the bucket's reduce between places: hierarchical, one
 // collective per bucket and process.
-proto::ProgramDesc AddProcessAllreduce(const proto::ProgramDesc& program, int block_index,
-                                       int64_t fuse_bytes);
+// `compression` (BuildStrategy's names: none, int8, int4) is how each op
+// sends float32 gradients.
+proto::ProgramDesc AddProcessAllreduce(
+    const proto::ProgramDesc& program, int block_index, int64_t fuse_bytes,
+    GradientCompression compression = GradientCompression::kNone);
 
 // Plans block `block_index` (validated) for `places` places.
 DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_index, int places,

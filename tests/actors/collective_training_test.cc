@@ -6,10 +6,13 @@
 // rank; parameters are broadcast from rank 0 first (the other ranks start
 // from other seeds). With 2 places per rank the merge is hierarchical (the
 // places reduce, then the process merges once): the same bounds hold; with
-// allreduce between places the plan refuses, naming the strategy to use.
+// allreduce between places the plan refuses, naming the strategy to use. With
+// int8 compression across processes the merged gradients are the mean of the
+// ranks' codes read back, with error feedback, bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <future>
 #include <string>
@@ -21,6 +24,7 @@
 #include "rill/parallel_executor.h"
 #include "rill/process_group.h"
 #include "runtime/graph/data_parallel.h"
+#include "runtime/graph/gradient_compression.h"
 #include "tests/testing/gradient_check.h"
 #include "tests/testing/ports.h"
 #include "tests/testing/training.h"
@@ -181,6 +185,113 @@ TEST(CollectiveTrainingTest, PlacesThatAllreduceAreRefusedNamingTheStrategy) {
     EXPECT_NE(std::string(error.what()).find("needs the reduce strategy"), std::string::npos)
         << error.what();
   }
+}
+
+// --gradient-compression across processes. With a zero learning rate every
+// step sees the same gradients, so what the compressed merge must give is
+// known from each rank's own gradient (one executor on its rows, no group):
+// step 1 the mean of the ranks' int8 codes read back, step 2 the same of the
+// gradients plus what step 1's codes dropped (error feedback). fc_0.w (6144
+// values) is compressed, fc_0.b (96, under kCompressionMinElements) is sent
+// whole.
+constexpr int64_t kWide = 64;
+
+Var BuildWideMlp(Builder& b) {
+  Var x = b.Data("x", {-1, kWide});
+  Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+  Var h = b.Fc(x, 96, Activation::kRelu);
+  return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(h, 4), label));
+}
+
+FeedList RankFeeds(int rank) {
+  const int64_t rows = 2 * kRowsPerRank;
+  FeedList feeds = {{"x", RandomTensor({rows, kWide}, 900, -1, 1, DataType::kFloat32)},
+                    {"label", CyclicLabels(rows, 1, 4)}};
+  for (auto& [name, value] : feeds)
+    value = value.Slice(rank * kRowsPerRank, (rank + 1) * kRowsPerRank).Clone();
+  return feeds;
+}
+
+// Rank `rank`'s fc_0.w and fc_0.b gradients over `steps` steps (with a group:
+// after the merge), each step fetched.
+std::vector<std::vector<Tensor>> WideGradients(int rank, std::shared_ptr<ProcessGroup> group,
+                                               int steps) {
+  Program main, startup;
+  Builder b(&main, &startup, 11);
+  Var loss = BuildWideMlp(b);
+  SGD(0.0f).Minimize(b, loss);
+  Scope scope;
+  Executor().Run(startup.desc(), &scope);
+  proto::ProgramDesc program = main.desc();
+  if (group) {
+    ProcessGroup::Install(&scope, group);
+    program = AddProcessAllreduce(program, 0, 0, GradientCompression::kInt8);
+  }
+  ParallelExecutor exe(program, &scope, {.places = {Place::Cpu()}, .strategy = OneThread()});
+  std::vector<std::vector<Tensor>> fetched;
+  for (int s = 0; s < steps; ++s) {
+    fetched.push_back(exe.Run(RankFeeds(rank), {"fc_0.w@GRAD", "fc_0.b@GRAD"}));
+  }
+  return fetched;
+}
+
+// The mean over ranks of what int8 codes of gradients[r] + residuals[r] read
+// back, summed in rank order; updates the residuals.
+Tensor ExpectedCompressedMean(const std::vector<Tensor>& gradients,
+                              std::vector<std::vector<float>>* residuals) {
+  const int64_t n = gradients[0].numel();
+  Tensor mean(DataType::kFloat32, gradients[0].shape());
+  std::vector<float> sum(static_cast<size_t>(n), 0.0f), part(static_cast<size_t>(n));
+  for (size_t r = 0; r < gradients.size(); ++r) {
+    auto& residual = (*residuals)[r];
+    if (residual.empty()) residual.assign(static_cast<size_t>(n), 0.0f);
+    Dequantize(QuantizeWithFeedback(gradients[r].data<float>(), residual.data(), n,
+                                    GradientCompression::kInt8),
+               part.data());
+    for (int64_t i = 0; i < n; ++i) sum[i] += part[i];
+  }
+  const float scale = 1.0f / static_cast<float>(gradients.size());
+  for (int64_t i = 0; i < n; ++i) mean.mutable_data<float>()[i] = sum[i] * scale;
+  return mean;
+}
+
+TEST(CollectiveTrainingTest, CompressedMergeIsTheMeanOfTheRanksCodesWithErrorFeedback) {
+  constexpr int kWorld = 2;
+  std::vector<std::vector<std::vector<Tensor>>> alone;
+  for (int r = 0; r < kWorld; ++r) alone.push_back(WideGradients(r, nullptr, 1));
+  const std::string master = StrCat("127.0.0.1:", testing::ClosedLoopbackPort());
+  std::vector<std::future<std::vector<std::vector<Tensor>>>> runs;
+  for (int r = 0; r < kWorld; ++r) {
+    runs.push_back(std::async(std::launch::async, [=] {
+      ProcessGroupOptions options;
+      options.rank = r;
+      options.world_size = kWorld;
+      options.master = master;
+      options.token = "token";
+      return WideGradients(r, std::make_shared<ProcessGroup>(options), 2);
+    }));
+  }
+  std::vector<std::vector<std::vector<Tensor>>> merged;
+  for (auto& run : runs) merged.push_back(run.get());
+
+  std::vector<std::vector<float>> residuals(kWorld);
+  for (int step = 0; step < 2; ++step) {
+    SCOPED_TRACE(StrCat("step ", step + 1));
+    const Tensor want_w = ExpectedCompressedMean({alone[0][0][0], alone[1][0][0]}, &residuals);
+    const Tensor& b0 = alone[0][0][1];
+    const Tensor& b1 = alone[1][0][1];
+    Tensor want_b(DataType::kFloat32, b0.shape());
+    for (int64_t i = 0; i < b0.numel(); ++i) {
+      want_b.mutable_data<float>()[i] = (b0.data<float>()[i] + b1.data<float>()[i]) * 0.5f;
+    }
+    for (int r = 0; r < kWorld; ++r) {
+      testing::ExpectBitEqual({want_w, want_b}, merged[r][step], StrCat("rank ", r));
+    }
+  }
+  // The codes dropped something: step 2 differs from step 1.
+  EXPECT_NE(
+      std::memcmp(merged[0][0][0].raw_data(), merged[0][1][0].raw_data(), merged[0][0][0].bytes()),
+      0);
 }
 
 }  // namespace

@@ -376,7 +376,10 @@ int Train(const TrainOptions& opt) {
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
-    if (group) train_program = AddProcessAllreduce(train_program, 0, build.fuse_bytes);
+    if (group) {
+      train_program =
+          AddProcessAllreduce(train_program, 0, build.fuse_bytes, build.gradient_compression);
+    }
     auto runtime = std::make_shared<Runtime>(threads, 1);
     if (distributed)
       client = ConnectTrainer(opt.role, LastStep(opt, examples, opt.role.trainers),
@@ -605,9 +608,6 @@ void CheckTrainOptions(TrainOptions& opt) {
                        " needs --strategy reduce (the places reduce into one copy, which the "
                        "process merges across ranks once)");
     }
-    if (opt.gradient_compression != "none") {
-      throw UsageError("--gradient-compression does not apply across processes yet");
-    }
     opt.input = "preloaded";  // rows of each global batch by rank
   }
   if (!opt.trace.empty() && opt.executor != "actor") {
@@ -666,7 +666,8 @@ Command AddTrainCommand(CLI::App& rill) {
       ->check(CLI::IsMember({"allreduce", "reduce"}));
   app->add_option("--gradient-compression", opt->gradient_compression,
                   "quantize gradients of 4096 elements or more for the merge between\n"
-                  "places and the push to parameter servers, with error feedback")
+                  "places, the merge across the ranks of --collective and the push to\n"
+                  "parameter servers, with error feedback")
       ->check(CLI::IsMember({"none", "int8", "int4"}));
   app->add_option("--threads", opt->threads,
                   "threads running ops in the actor executor (0: one per place)")

@@ -84,6 +84,9 @@ class ProcessGroup : public VarObject {
   void AllreduceSum(double* data, size_t count);
   // Rank `root`'s `bytes` bytes at `data` on every rank.
   void Broadcast(void* data, size_t bytes, int root = 0);
+  // Every rank's `bytes` bytes at `in`, in rank order, at `out` (world_size *
+  // bytes) on every rank. Every rank gives the same `bytes`.
+  void Allgather(const void* in, size_t bytes, void* out);
 
   // Where an executor's ops find the group (the process_allreduce op), with
   // the sequence that issues their collectives in their global order.
