@@ -39,7 +39,7 @@ void GruCellForward(int64_t hidden, const T* recurrent, T* gates, T* product, T*
   for (int64_t j = 0; j < hidden; ++j) {
     gr[j] = SigmoidOf(gr[j] + recurrent[j]);
     gz[j] = SigmoidOf(gz[j] + recurrent[hidden + j]);
-    gn[j] = std::tanh(gn[j] + gr[j] * hn[j]);
+    gn[j] = TanhOf(gn[j] + gr[j] * hn[j]);
     product[j] = hn[j];
     h[j] = (T(1) - gz[j]) * gn[j] + gz[j] * h[j];
   }
@@ -155,8 +155,7 @@ void GruGradKernel(KernelContext& ctx) {
         for (int64_t j = 0; j < hidden; ++j) dh_n[j] += back_n[j];
       }
     }
-    const std::vector<T> h_before = PreviousHidden<T>(d, out);
-    WriteRnnGradients<T>(ctx, in, d_input, d_hidden, h_before);
+    WriteRnnGradients<T>(ctx, in, d_input, d_hidden, out);
   });
 }
 

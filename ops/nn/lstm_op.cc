@@ -38,10 +38,10 @@ void LstmCellForward(int64_t hidden, const T* recurrent, T* gates, T* c, T* h) {
   for (int64_t j = 0; j < hidden; ++j) {
     gi[j] = SigmoidOf(gi[j]);
     gf[j] = SigmoidOf(gf[j]);
-    gg[j] = std::tanh(gg[j]);
+    gg[j] = TanhOf(gg[j]);
     go[j] = SigmoidOf(go[j]);
     c[j] = gf[j] * c[j] + gi[j] * gg[j];
-    h[j] = go[j] * std::tanh(c[j]);
+    h[j] = go[j] * TanhOf(c[j]);
   }
 }
 
@@ -94,7 +94,7 @@ void LstmCellBackward(int64_t hidden, const T* gates, const T* cell, const T* ce
   const T* go = gates + 3 * hidden;
   for (int64_t j = 0; j < hidden; ++j) {
     const T dh_j = d_out != nullptr ? dh[j] + d_out[j] : dh[j];
-    const T tanh_c = std::tanh(cell[j]);
+    const T tanh_c = TanhOf(cell[j]);
     const T dc_j = dc[j] + dh_j * go[j] * (T(1) - tanh_c * tanh_c);
     const T c_before = cell_before != nullptr ? cell_before[j] : T(0);
     d_pre[j] = dc_j * gg[j] * gi[j] * (T(1) - gi[j]);
@@ -159,8 +159,7 @@ void LstmGradKernel(KernelContext& ctx) {
         std::copy(back.data() + n * hidden, back.data() + (n + 1) * hidden, dh.data() + n * hidden);
       }
     }
-    const std::vector<T> h_before = PreviousHidden<T>(d, out_t.data<T>());
-    WriteRnnGradients<T>(ctx, in, d_pre, d_pre, h_before);
+    WriteRnnGradients<T>(ctx, in, d_pre, d_pre, out_t.data<T>());
   });
 }
 

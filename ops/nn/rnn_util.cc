@@ -113,20 +113,8 @@ void ProjectInputs(const RnnInputs& in, T* projected) {
 }
 
 template <class T>
-std::vector<T> PreviousHidden(const RnnDims& d, const T* out) {
-  std::vector<T> hprev(static_cast<size_t>(d.batch * d.steps * d.hidden), T(0));
-  for (int64_t n = 0; n < d.batch; ++n) {
-    for (int64_t t = 1; t < d.steps; ++t) {
-      const T* from = out + (n * d.steps + t - 1) * d.hidden;
-      std::copy(from, from + d.hidden, hprev.data() + (n * d.steps + t) * d.hidden);
-    }
-  }
-  return hprev;
-}
-
-template <class T>
 void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const std::vector<T>& d_input,
-                       const std::vector<T>& d_hidden, const std::vector<T>& hprev) {
+                       const std::vector<T>& d_hidden, const T* out) {
   const RnnDims& d = in.dims;
   const int64_t rows = d.batch * d.steps, width = d.gate_width();
   // Every input was read: outputs are allocated only now (a gradient output
@@ -141,8 +129,14 @@ void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const std::vecto
     Gemm<T>(true, false, d.input, width, rows, T(1), in.x->data<T>(), d_input.data(), T(0), dw);
   }
   if (ctx.HasOutput("HiddenWeight@GRAD")) {
+    // Step t of sequence n started from Out[n, t-1] (from zero at t = 0, which
+    // adds nothing): per sequence, Out's rows 0..T-2 against dHidden's 1..T-1.
     T* dw = ctx.Output("HiddenWeight@GRAD")->Allocate<T>({d.hidden, width});
-    Gemm<T>(true, false, d.hidden, width, rows, T(1), hprev.data(), d_hidden.data(), T(0), dw);
+    std::fill(dw, dw + d.hidden * width, T(0));
+    for (int64_t n = 0; n < d.batch && d.steps > 1; ++n) {
+      Gemm<T>(true, false, d.hidden, width, d.steps - 1, T(1), out + n * d.steps * d.hidden,
+              d_hidden.data() + (n * d.steps + 1) * width, T(1), dw);
+    }
   }
   if (ctx.HasOutput("Bias@GRAD")) {
     T* db = ctx.Output("Bias@GRAD")->Allocate<T>({width});
@@ -156,12 +150,10 @@ void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const std::vecto
 
 template void ProjectInputs<float>(const RnnInputs&, float*);
 template void ProjectInputs<double>(const RnnInputs&, double*);
-template std::vector<float> PreviousHidden<float>(const RnnDims&, const float*);
-template std::vector<double> PreviousHidden<double>(const RnnDims&, const double*);
 template void WriteRnnGradients<float>(KernelContext&, const RnnInputs&, const std::vector<float>&,
-                                       const std::vector<float>&, const std::vector<float>&);
+                                       const std::vector<float>&, const float*);
 template void WriteRnnGradients<double>(KernelContext&, const RnnInputs&,
                                         const std::vector<double>&, const std::vector<double>&,
-                                        const std::vector<double>&);
+                                        const double*);
 
 }  // namespace rill
