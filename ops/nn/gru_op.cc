@@ -125,8 +125,9 @@ void GruGradKernel(KernelContext& ctx) {
     const T* gates = gates_t.data<T>();
     const T* d_out = d_out_t != nullptr ? d_out_t->data<T>() : nullptr;
     std::vector<T> dh(static_cast<size_t>(n_all * hidden), T(0));
-    if (d_last_t != nullptr)
+    if (d_last_t != nullptr) {
       std::copy(d_last_t->data<T>(), d_last_t->data<T>() + dh.size(), dh.begin());
+    }
     const size_t all_size = static_cast<size_t>(n_all * steps * width);
     std::vector<T> d_input(all_size, T(0)), d_hidden(all_size, T(0));
     std::vector<T> step(static_cast<size_t>(n_all * width)), back(dh.size());
