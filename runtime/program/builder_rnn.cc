@@ -7,6 +7,7 @@
 
 #include "rill/builder.h"
 #include "rill/error.h"
+#include "rill/op_desc.h"
 
 namespace rill {
 namespace {
@@ -42,6 +43,24 @@ RecurrentOutputs Builder::Lstm(const Var& x, int hidden, bool fused) {
   const auto [steps, input] = StepsAndInput("lstm", x, hidden);
   const RecurrentWeights w =
       MakeRecurrentWeights(*this, main_->UniqueName("lstm"), x, input, hidden, 4);
+  // The forget gate's bias starts at 1 (Jozefowicz et al. 2015; Keras'
+  // unit_forget_bias), so that early in training the cell keeps its state:
+  // the startup program overwrites the bias's zeros with [0, 1, 0, 0] per gate.
+  const std::string zeros = w.bias.name + ".zeros", ones = w.bias.name + ".ones";
+  for (const auto& [name, value] : {std::pair{zeros, 0.0f}, std::pair{ones, 1.0f}}) {
+    Declare(startup_, name, {hidden}, x.dtype);
+    proto::OpDesc* fill = startup_->root()->add_ops();
+    fill->set_type("fill_constant");
+    SetOutput(fill, "Out", {name});
+    SetAttr(fill, "shape", std::vector<int64_t>{hidden});
+    SetAttr(fill, "dtype", std::string(DataTypeName(x.dtype)));
+    SetAttr(fill, "value", value);
+  }
+  proto::OpDesc* concat = startup_->root()->add_ops();
+  concat->set_type("concat");
+  SetInput(concat, "X", {zeros, ones, zeros, zeros});
+  SetOutput(concat, "Out", {w.bias.name});
+  SetAttr(concat, "axis", 0);
   if (fused) {
     auto outs = AppendOp(
         "lstm",

@@ -75,6 +75,12 @@ void ExpectFusedMatchesUnrolled(bool lstm, bool last_only) {
   Scope fused_scope, unrolled_scope;
   Executor exe;
   exe.Run(fused.startup.desc(), &fused_scope);
+  // The LSTM's forget gate's bias starts at 1, the other gates' at 0.
+  const Tensor& bias = fused_scope.GetTensor(name + ".b");
+  for (int64_t j = 0; j < bias.numel(); ++j) {
+    const bool forget = lstm && j / kHidden == 1;
+    EXPECT_EQ(bias.GetAsDouble(j), forget ? 1.0 : 0.0) << name << ".b element " << j;
+  }
   for (const char* param : {"x", ".w_x", ".w_h", ".b"}) {
     const std::string p = param[0] == '.' ? name + param : param;
     *unrolled_scope.Var(p)->mutable_tensor() = fused_scope.GetTensor(p).Clone();

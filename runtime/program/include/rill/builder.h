@@ -154,7 +154,8 @@ class Builder {
   Var Dropout(const Var& x, float probability);
   // Recurrent layers over x [N, T, D] (known T and D), zero initial state,
   // `hidden` units (builder_rnn.cc). Parameters "<name>.w_x" [D, G*H],
-  // "<name>.w_h" [H, G*H] (Xavier uniform) and "<name>.b" [G*H] (zeros),
+  // "<name>.w_h" [H, G*H] (Xavier uniform) and "<name>.b" [G*H] (zeros; the
+  // LSTM's forget gate's part ones),
   // <name> "lstm_N" or "gru_N". fused: one lstm or gru op; else the same
   // cells unrolled over T from split, matmul, elementwise and activation ops
   // sharing those parameters (same names and shapes: both variants train
