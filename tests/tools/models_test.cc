@@ -1,8 +1,9 @@
 // The models of `rill train` (tools/rill/models.cc) on the executors: the
 // residual network with batch norm trains bit-identically on the actor and
-// reference executors, running statistics included; with two places each
-// place normalises its own slice and keeps its own running statistics (place
-// 0's are the scope's), with either merge strategy.
+// reference executors, running statistics included, and so do the LSTM and
+// GRU classifiers; with two places each place normalises its own slice and
+// keeps its own running statistics (place 0's are the scope's), with either
+// merge strategy.
 #include "tools/rill/models.h"
 
 #include <gtest/gtest.h>
@@ -24,9 +25,9 @@ struct Model {
   Classifier classifier;
 };
 
-void Build(Model* m, const std::string& name) {
+void Build(Model* m, const std::string& name, bool fused_rnn = true) {
   Builder b(&m->main, &m->startup, 5);
-  m->classifier = BuildClassifier(b, name);
+  m->classifier = BuildClassifier(b, name, fused_rnn);
   MakeOptimizer("adam", 1e-3f)->Minimize(b, m->classifier.loss);
 }
 
@@ -83,6 +84,42 @@ TEST(ModelsTest, ResnetTrainsBitIdenticallyOnActorAndReferenceExecutors) {
     }
     // The statistics moved: the comparison is not of untouched initial values.
     EXPECT_NE(ref_scope.GetTensor("batch_norm_0.mean").data<float>()[0], 0.0f);
+  }
+}
+
+// The recurrent models, fused and unrolled: the same losses and recurrent
+// weights, bit for bit, on the reference executor and the actor executor.
+TEST(ModelsTest, RecurrentModelsTrainBitIdenticallyOnActorAndReferenceExecutors) {
+  for (const std::string name : {"lstm", "gru"}) {
+    for (bool fused : {true, false}) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(StrCat(name, fused ? " fused " : " unrolled ", threads, " threads"));
+        Model m;
+        Build(&m, name, fused);
+        Scope ref_scope, actor_scope;
+        Executor reference;
+        reference.Run(m.startup.desc(), &ref_scope);
+        reference.Run(m.startup.desc(), &actor_scope);
+        const std::string weight = name + "_0.w_h";
+        const Tensor initial = ref_scope.GetTensor(weight).Clone();
+        auto step = reference.Prepare(m.main.desc(), &ref_scope);
+        ExecutionStrategy strategy;
+        strategy.num_threads = threads;
+        ParallelExecutor exe(m.main.desc(), &actor_scope, {.strategy = strategy});
+        const std::vector<std::string> fetches = {m.classifier.loss.name, weight};
+        for (int s = 0; s < 3; ++s) {
+          auto want = reference.Run(*step, Batch(m, s), fetches);
+          auto got = exe.Run(Batch(m, s), fetches);
+          ASSERT_EQ(got.size(), 2u);
+          EXPECT_TRUE(testing::BitEqual(want[0], got[0]))
+              << "loss at step " << s << ": " << want[0].GetAsDouble(0) << " vs "
+              << got[0].GetAsDouble(0);
+          EXPECT_TRUE(testing::BitEqual(want[1], got[1])) << weight << " at step " << s;
+        }
+        // The recurrent weights trained: the comparison is not of untouched initial values.
+        EXPECT_FALSE(testing::BitEqual(initial, ref_scope.GetTensor(weight)));
+      }
+    }
   }
 }
 

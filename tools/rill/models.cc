@@ -44,7 +44,7 @@ Var ResNet(Builder& b, const Var& image) {
 
 }  // namespace
 
-Classifier BuildClassifier(Builder& b, const std::string& model) {
+Classifier BuildClassifier(Builder& b, const std::string& model, bool fused_rnn) {
   Classifier c;
   c.image = b.Data("image", {-1, 784});
   c.label = b.Data("label", {-1, 1}, DataType::kInt64);
@@ -63,11 +63,13 @@ Classifier BuildClassifier(Builder& b, const std::string& model) {
     logits = ResNet(b, c.image);
   } else if (model == "transformer") {
     logits = TransformerLogits(b, c.image);
+  } else if (model == "lstm" || model == "gru") {
+    logits = RecurrentLogits(b, c.image, model, fused_rnn);
   } else if (model == "linreg") {
     logits = b.Fc(c.image, 10);
   } else {
     Fail(ErrorCode::kInvalidArgument, "unknown model \"", model,
-         "\" (expected mlp, cnn, resnet, transformer or linreg)");
+         "\" (expected mlp, cnn, resnet, transformer, lstm, gru or linreg)");
   }
   c.loss = b.Mean(b.SoftmaxWithCrossEntropy(logits, c.label));
   c.accuracy = b.Accuracy(b.Softmax(logits), c.label);

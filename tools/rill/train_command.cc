@@ -42,6 +42,7 @@ namespace {
 
 struct TrainOptions {
   std::string model = "mlp";
+  std::string rnn = "fused";
   int epochs = 5;
   int batch = 64;
   double lr = 1e-3;
@@ -301,7 +302,7 @@ int Train(const TrainOptions& opt) {
 
   Program main, startup;
   Builder builder(&main, &startup, opt.seed);
-  Classifier model = BuildClassifier(builder, opt.model);
+  Classifier model = BuildClassifier(builder, opt.model, opt.rnn == "fused");
   Program eval_program = main.CloneForTest();  // forward only, taken before backward is added
   const bool distributed = opt.role.role == "trainer";
   // A collective rank joins its group first: a rank that cannot fails before training.
@@ -634,7 +635,13 @@ Command AddTrainCommand(CLI::App& rill) {
   auto opt = std::make_shared<TrainOptions>();
   CLI::App* app = rill.add_subcommand("train", "train a Fashion-MNIST classifier");
   app->add_option("--model", opt->model,
-                  "mlp (784-256-128-10, ReLU), cnn, resnet (batch norm), transformer or linreg");
+                  "mlp (784-256-128-10, ReLU), cnn, resnet (batch norm), transformer\n"
+                  "(the rows as 28 tokens), lstm or gru (28 steps of 28 pixels, 128\n"
+                  "units, last state -> fc 10) or linreg");
+  app->add_option("--rnn", opt->rnn,
+                  "lstm and gru as one fused op, or unrolled over the steps into\n"
+                  "matmul and elementwise ops")
+      ->check(CLI::IsMember({"fused", "unrolled"}));
   app->add_option("--epochs", opt->epochs, "passes over the 60k training images")
       ->type_name("N")
       ->check(AtLeast(1));

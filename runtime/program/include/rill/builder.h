@@ -51,6 +51,13 @@ struct Initializer {
 
 enum class Activation { kNone, kRelu, kSigmoid, kTanh, kSoftmax, kGelu };
 
+// What a recurrent layer (Builder::Lstm, Builder::Gru) returns.
+struct RecurrentOutputs {
+  Var out;          // [N, T, H], the hidden state after each step
+  Var last_hidden;  // [N, H], the hidden state after the last step
+  Var last_cell;    // [N, H], the LSTM's cell state after the last step; empty for a GRU
+};
+
 // Variable lists per slot, for AppendOp.
 using VarSlots = std::vector<std::pair<std::string, std::vector<Var>>>;
 using OutputCounts = std::vector<std::pair<std::string, int>>;
@@ -146,6 +153,17 @@ class Builder {
   // Top-k accuracy of predictions [N, C] against int64 labels [N, 1]: a [1] float.
   Var Accuracy(const Var& predictions, const Var& label, int k = 1);
   Var Dropout(const Var& x, float probability);
+  // Recurrent layers over x [N, T, D] (known T and D), zero initial state,
+  // `hidden` units (builder_rnn.cc). Parameters "<name>.w_x" [D, G*H],
+  // "<name>.w_h" [H, G*H] (Xavier uniform) and "<name>.b" [G*H] (zeros; the
+  // LSTM's forget gate's part ones),
+  // <name> "lstm_N" or "gru_N". fused: one lstm or gru op; else the same
+  // cells unrolled over T from split, matmul, elementwise and activation ops
+  // sharing those parameters (same names and shapes: both variants train
+  // from the same startup program). LSTM gates i, f, g, o; GRU gates r, z, n
+  // as ops/nn/gru_op.cc describes.
+  RecurrentOutputs Lstm(const Var& x, int hidden, bool fused = true);
+  RecurrentOutputs Gru(const Var& x, int hidden, bool fused = true);
   // Rows of a [vocab, dim] table picked by int64 ids. With is_sparse the
   // table's gradient holds only the looked-up rows (selected rows), which
   // SGD and Adam apply to those rows only.

@@ -1,0 +1,86 @@
+// What the fused recurrent ops (lstm_op.cc, gru_op.cc) share: their shape
+// checks, the checked inputs of their kernels, the per-sequence lengths, and
+// the big GEMMs before and after the recurrence. Stateless.
+//
+// Layout: X is [N, T, D], batch-major; InputWeight [D, G*H], HiddenWeight
+// [H, G*H], Bias [G*H], G gates of H units each. Row n * T + t of an [N*T, ...]
+// buffer belongs to sequence n, step t.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "rill/kernel_context.h"
+#include "rill/shape.h"
+#include "rill/shape_context.h"
+
+namespace rill {
+
+// Sizes of one recurrent op; -1 for a dim shape inference does not know.
+struct RnnDims {
+  int64_t batch = 0;   // N
+  int64_t steps = 0;   // T
+  int64_t input = 0;   // D
+  int64_t hidden = 0;  // H
+  int64_t gates = 0;   // G
+  int64_t gate_width() const { return gates * hidden; }
+};
+
+// Shape inference of `op` (G = `gates`): X [N, T, D], InputWeight [D, G*H],
+// HiddenWeight [H, G*H], Bias [G*H] of X's float type; Length, when bound,
+// int64 [N]. Throws kInvalidArgument naming the op, the slot, its variable
+// and the mismatched shape.
+RnnDims InferRnnInputs(ShapeContext& ctx, const char* op, int gates);
+
+// Gradient outputs X@GRAD, InputWeight@GRAD, HiddenWeight@GRAD, Bias@GRAD.
+void SetRnnGradOutputs(ShapeContext& ctx, const RnnDims& d);
+
+// The checked inputs of a kernel of `op`: X, the weights and, when present,
+// Length with each length in [0, T] (absent: every sequence has T steps).
+struct RnnInputs {
+  const Tensor* x = nullptr;
+  const Tensor* input_weight = nullptr;
+  const Tensor* hidden_weight = nullptr;
+  const Tensor* bias = nullptr;  // null in the gradient ops
+  std::vector<int64_t> lengths;  // one per sequence
+  RnnDims dims;
+};
+RnnInputs CheckRnnKernelInputs(const KernelContext& ctx, const char* op, int gates, bool grad);
+
+// `slot` (a forward output or its gradient) of `op`, checked to be `shape` of
+// `dtype`; null when the slot is unbound or holds nothing (a gradient nobody
+// produced, which means zero).
+const Tensor* OptionalRnnTensor(const KernelContext& ctx, const char* op, const char* slot,
+                                const Shape& shape, DataType dtype);
+// Like OptionalRnnTensor, but the tensor must be there.
+const Tensor& RequiredRnnTensor(const KernelContext& ctx, const char* op, const char* slot,
+                                const Shape& shape, DataType dtype);
+
+// [N*T, G*H] = X InputWeight + Bias: the input projections of every step.
+template <class T>
+void ProjectInputs(const RnnInputs& in, T* projected);
+
+// The weight, bias and input gradients from the pre-activation gradients of
+// every step: dInput [N*T, G*H] (the input side) and dHidden [N*T, G*H] (the
+// recurrent side; LSTM's are the same), and the forward Out [N, T, H] (the
+// hidden state each step started from). Writes the bound gradient outputs of
+// `ctx`.
+template <class T>
+void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const std::vector<T>& d_input,
+                       const std::vector<T>& d_hidden, const T* out);
+
+template <class T>
+inline T SigmoidOf(T x) {
+  return T(1) / (T(1) + std::exp(-x));
+}
+
+// tanh(x) = 2 sigmoid(2x) - 1: one exp, where glibc's tanhf goes through the
+// much slower expm1f (a third of an LSTM step's time). Off from std::tanh by
+// a few units in the last place of 1 (absolute), also near 0.
+template <class T>
+inline T TanhOf(T x) {
+  return T(2) / (T(1) + std::exp(T(-2) * x)) - T(1);
+}
+
+}  // namespace rill

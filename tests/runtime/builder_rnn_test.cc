@@ -1,0 +1,119 @@
+// The recurrent layers of the builder: the fused lstm and gru ops against the
+// same cells unrolled over the steps into split, matmul, elementwise and
+// activation ops (their outputs and every gradient, in float64), and the
+// parameters both variants declare.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "rill/backward.h"
+#include "rill/builder.h"
+#include "rill/error.h"
+#include "rill/executor.h"
+#include "rill/op_desc.h"
+
+namespace rill {
+namespace {
+
+constexpr int64_t kBatch = 3, kSteps = 4, kInput = 5;
+constexpr int kHidden = 6;
+
+struct Built {
+  Program main, startup;
+  std::vector<std::string> fetches;  // outputs, then the gradients of x and the parameters
+};
+
+// x (a parameter, to get its gradient) through the layer; the loss weighs
+// every output (Out, the last states) so that each gets a gradient, or with
+// last_only the last hidden state alone (a classifier's: the gradients of
+// Out and of the last cell are then absent, which the fused ops read as zero).
+void Build(Built* built, bool lstm, bool fused, bool last_only) {
+  Builder b(&built->main, &built->startup, 7);
+  Var x =
+      b.Parameter("x", {kBatch, kSteps, kInput}, Initializer::Uniform(-1, 1), DataType::kFloat64);
+  const RecurrentOutputs r = lstm ? b.Lstm(x, kHidden, fused) : b.Gru(x, kHidden, fused);
+  std::vector<Var> outs = {r.last_hidden};
+  if (!last_only) outs.push_back(r.out);
+  if (lstm && !last_only) outs.push_back(r.last_cell);
+  std::vector<Var> terms;
+  for (const Var& v : outs) {
+    terms.push_back(b.Mean(b.Mul(b.Scale(v, 1.5f, 0.25f), v)));
+    built->fetches.push_back(v.name);
+  }
+  const Var loss = b.Sum(terms);
+  const std::vector<ParamGrad> grads = AppendBackward(&built->main, loss.name);
+  for (const ParamGrad& g : grads) built->fetches.push_back(g.grad);
+}
+
+void ExpectClose(const Tensor& want, const Tensor& got, const std::string& what) {
+  ASSERT_EQ(want.shape(), got.shape()) << what;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double w = want.GetAsDouble(i), g = got.GetAsDouble(i);
+    EXPECT_NEAR(g, w, 1e-12 * std::max(1.0, std::abs(w))) << what << " element " << i;
+  }
+}
+
+void ExpectFusedMatchesUnrolled(bool lstm, bool last_only) {
+  Built fused, unrolled;
+  Build(&fused, lstm, true, last_only);
+  Build(&unrolled, lstm, false, last_only);
+  // Same parameters, and the unrolled program made of existing ops only.
+  ASSERT_EQ(fused.fetches.size(), unrolled.fetches.size());
+  const std::string name = lstm ? "lstm_0" : "gru_0";
+  for (const char* suffix : {".w_x", ".w_h", ".b"}) {
+    const proto::VarDesc* a = FindVarDesc(fused.main.desc(), 0, name + suffix);
+    const proto::VarDesc* b = FindVarDesc(unrolled.main.desc(), 0, name + suffix);
+    ASSERT_NE(a, nullptr) << name << suffix;
+    ASSERT_NE(b, nullptr) << name << suffix;
+    EXPECT_EQ(a->SerializeAsString(), b->SerializeAsString()) << name << suffix;
+  }
+  for (const auto& op : unrolled.main.desc().blocks(0).ops()) {
+    EXPECT_NE(op.type(), lstm ? "lstm" : "gru");
+  }
+  Scope fused_scope, unrolled_scope;
+  Executor exe;
+  exe.Run(fused.startup.desc(), &fused_scope);
+  // The LSTM's forget gate's bias starts at 1, the other gates' at 0.
+  const Tensor& bias = fused_scope.GetTensor(name + ".b");
+  for (int64_t j = 0; j < bias.numel(); ++j) {
+    const bool forget = lstm && j / kHidden == 1;
+    EXPECT_EQ(bias.GetAsDouble(j), forget ? 1.0 : 0.0) << name << ".b element " << j;
+  }
+  for (const char* param : {"x", ".w_x", ".w_h", ".b"}) {
+    const std::string p = param[0] == '.' ? name + param : param;
+    *unrolled_scope.Var(p)->mutable_tensor() = fused_scope.GetTensor(p).Clone();
+  }
+  const auto want = exe.Run(unrolled.main.desc(), &unrolled_scope, {}, unrolled.fetches);
+  const auto got = exe.Run(fused.main.desc(), &fused_scope, {}, fused.fetches);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) ExpectClose(want[i], got[i], fused.fetches[i]);
+  // Not all zeros: the comparison sees the recurrence (fetch 0 is the last
+  // hidden state, the last fetch the bias gradient).
+  EXPECT_GT(std::abs(got[0].GetAsDouble(got[0].numel() - 1)), 1e-3);
+  EXPECT_GT(std::abs(got.back().GetAsDouble(0)), 1e-6);
+}
+
+TEST(BuilderRnnTest, FusedLstmMatchesUnrolledCells) {
+  ExpectFusedMatchesUnrolled(true, false);
+  ExpectFusedMatchesUnrolled(true, true);
+}
+
+TEST(BuilderRnnTest, FusedGruMatchesUnrolledCells) {
+  ExpectFusedMatchesUnrolled(false, false);
+  ExpectFusedMatchesUnrolled(false, true);
+}
+
+TEST(BuilderRnnTest, InputNeedsKnownStepsAndFeatures) {
+  Program main, startup;
+  Builder b(&main, &startup);
+  EXPECT_THROW(b.Lstm(b.Data("a", {-1, 784}), 8), Error);
+  EXPECT_THROW(b.Gru(b.Data("b", {-1, -1, 4}), 8, false), Error);
+  const RecurrentOutputs r = b.Gru(b.Data("c", {-1, 28, 28}), 16);
+  EXPECT_EQ(r.out.shape, (Shape{-1, 28, 16}));
+  EXPECT_EQ(r.last_hidden.shape, (Shape{-1, 16}));
+}
+
+}  // namespace
+}  // namespace rill
