@@ -83,32 +83,41 @@ class ProcessGroup::Impl {
     watcher_ = std::thread([this] { WatchForLostRanks(); });
   }
 
-  ~Impl() {
-    // A rank that ends normally waits for every rank to finish its
-    // collectives before its Gloo pairs close (a rank that closed early would
-    // break the last allreduce of a slower one), then says goodbye; rank 0
-    // keeps its store up until the others have left. A rank that ends on an
-    // error (a broken group, or an exception unwinding) leaves at once and
-    // without a goodbye: rank 0 reports it lost, and the others' collectives
-    // fail naming it instead of waiting for it.
+  ~Impl() { Finish(); }
+
+  // A rank that ends normally waits for every rank to finish its collectives
+  // before its Gloo pairs close (a rank that closed early would break the
+  // last allreduce of a slower one), then says goodbye; rank 0 keeps its
+  // store up until the others have left. A rank that ends on an error (a
+  // broken group, or an exception unwinding) leaves at once and without a
+  // goodbye: rank 0 reports it lost, and the others' collectives fail naming
+  // it instead of waiting for it. Once only; later collectives throw.
+  void Finish() {
+    std::lock_guard<std::mutex> finishing(finish_mutex_);
+    if (finished_) return;
+    finished_ = true;
     // From here a rank that leaves is waited for (or named) by the store.
     watching_ = false;
     watcher_.join();
-    bool finished = false;
+    bool all_done = false;
+    std::unique_lock<std::mutex> lock(mutex_);  // after a collective in flight
     if (!broken_ && std::uncaught_exceptions() == 0) {
       try {
         store_->Set(DoneKey(options_.rank), "");
         std::vector<std::string> keys;
         for (int r = 0; r < options_.world_size; ++r) keys.push_back(DoneKey(r));
         store_->Get(keys, options_.timeout, {}, /*fail_on_lost=*/true);
-        finished = true;
+        all_done = true;
       } catch (const std::exception&) {
         // Leaving anyway: a rank that is gone cannot be waited for.
       }
     }
+    broken_ = true;
+    broken_why_ = "this rank has finished with the group";
     context_.reset();
     device_.reset();
-    if (finished) store_->Leave(options_.timeout);
+    lock.unlock();
+    if (all_done) store_->Leave(options_.timeout);
   }
 
   const ProcessGroupOptions& options() const { return options_; }
@@ -270,6 +279,8 @@ class ProcessGroup::Impl {
   uint32_t tag_ = 0;
   bool broken_ = false;
   std::string broken_why_;
+  std::mutex finish_mutex_;
+  bool finished_ = false;
   std::atomic<bool> watching_{true};
   std::mutex news_mutex_;
   std::string news_;     // what the watcher failed the pairs with
@@ -307,6 +318,8 @@ std::string ProcessGroup::Describe() const {
   return StrCat("rank ", rank(), " of ", world_size(), " (rendezvous at ", impl_->options().master,
                 ")");
 }
+
+void ProcessGroup::Finish() { impl_->Finish(); }
 
 void ProcessGroup::AllreduceSum(float* data, size_t count) { impl_->AllreduceSum(data, count); }
 void ProcessGroup::AllreduceSum(double* data, size_t count) { impl_->AllreduceSum(data, count); }

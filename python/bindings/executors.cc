@@ -1,5 +1,6 @@
 // rill._core's executors: Scope, the reference Executor and the actor
-// ParallelExecutor, with numpy arrays in and out. Feeds are copied into
+// ParallelExecutor, with numpy arrays in and out, and the process group of a
+// collective job. Feeds are copied into
 // tensors (the C++ API has no tensor over foreign memory yet) and fetches are
 // copied out, so an array never aliases executor memory. A step runs with the
 // GIL released; a rill::Error it throws comes back as the rill.Error subclass
@@ -157,10 +158,14 @@ class PendingRun {
 };
 
 // The actor executor over a scope the Python object keeps alive.
+// With a process group, one rank of a collective job (PrepareCollective: the
+// broadcast from rank 0, then the program with its merges across processes).
 class PythonParallelExecutor {
  public:
   PythonParallelExecutor(const Program& program, py::object scope, const py::object& places,
-                         int num_threads)
+                         int num_threads, const std::string& strategy,
+                         const std::string& gradient_compression,
+                         std::shared_ptr<ProcessGroup> group)
       : scope_(std::move(scope)) {
     ParallelExecutorOptions options;
     options.places = PlacesFrom(places);
@@ -168,7 +173,16 @@ class PythonParallelExecutor {
     // Off until rill.trace switches it on; attached now so that an executor
     // built before a `with rill.trace(...)` block is traced inside it.
     options.strategy.trace = TraceRecorder::ForProcess();
-    executor_ = std::make_unique<ParallelExecutor>(program.desc(), &scope_.cast<Scope&>(), options);
+    RILL_CHECK(strategy == "allreduce" || strategy == "reduce", kInvalidArgument, "strategy \"",
+               strategy, "\" is neither \"allreduce\" nor \"reduce\"");
+    options.build.reduce =
+        strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
+    options.build.gradient_compression = ParseGradientCompression(gradient_compression);
+    Scope* in = &scope_.cast<Scope&>();
+    py::gil_scoped_release released;  // the broadcast waits for the other ranks
+    proto::ProgramDesc desc = program.desc();
+    if (group) desc = PrepareCollective(std::move(group), desc, in, options.build);
+    executor_ = std::make_unique<ParallelExecutor>(desc, in, options);
   }
   ~PythonParallelExecutor() {
     py::gil_scoped_release released;  // its threads never take the GIL; do not hold it meanwhile
@@ -243,16 +257,99 @@ void BindCheckpoints(py::module_& module) {
       py::arg("program"), py::arg("scope"), py::arg("path"));
 }
 
+// A collective's array: C-contiguous float32 or float64 (a copy when the
+// given one is not), named in errors as `what`.
+py::array CollectiveArray(const py::array& given, const char* what) {
+  py::array array = py::array::ensure(given, py::array::c_style);
+  if (!array) throw py::error_already_set();
+  const bool floats =
+      array.dtype().is(py::dtype::of<float>()) || array.dtype().is(py::dtype::of<double>());
+  RILL_CHECK(floats, kInvalidArgument, what, ": numpy dtype ",
+             array.dtype().attr("name").cast<std::string>(), " (float32 or float64 only)");
+  return array;
+}
+
+void BindProcessGroup(py::module_& module) {
+  py::class_<ProcessGroup, std::shared_ptr<ProcessGroup>>(
+      module, "ProcessGroup", "A rank of a collective job (rill/process_group.h).")
+      .def(py::init([](int rank, int world_size, const std::string& master,
+                       const std::string& token, int64_t timeout_ms, int64_t heartbeat_ms,
+                       int64_t peer_timeout_ms, const std::string& bind_host) {
+             ProcessGroupOptions options;
+             options.rank = rank;
+             options.world_size = world_size;
+             options.master = master;
+             options.token = token;
+             options.timeout = std::chrono::milliseconds(timeout_ms);
+             options.heartbeat = std::chrono::milliseconds(heartbeat_ms);
+             options.peer_timeout = std::chrono::milliseconds(peer_timeout_ms);
+             options.bind_host = bind_host;
+             py::gil_scoped_release released;  // the rendezvous waits for the other ranks
+             return std::make_shared<ProcessGroup>(options);
+           }),
+           py::arg("rank"), py::arg("world_size"), py::arg("master"), py::arg("token"),
+           py::arg("timeout_ms"), py::arg("heartbeat_ms"), py::arg("peer_timeout_ms"),
+           py::arg("bind_host"))
+      .def_static(
+          "from_environment",
+          [](int64_t timeout_ms) {
+            const auto options =
+                ProcessGroup::OptionsFromEnvironment(std::chrono::milliseconds(timeout_ms));
+            py::gil_scoped_release released;
+            return std::make_shared<ProcessGroup>(options);
+          },
+          py::arg("timeout_ms"))
+      .def_property_readonly("rank", &ProcessGroup::rank)
+      .def_property_readonly("world_size", &ProcessGroup::world_size)
+      .def_property_readonly("master_port", &ProcessGroup::master_port)
+      .def("describe", &ProcessGroup::Describe)
+      .def("finish", &ProcessGroup::Finish, py::call_guard<py::gil_scoped_release>(),
+           "Waits for every rank to finish, then leaves (what the destructor would do, "
+           "without the GIL).")
+      .def(
+          "allreduce",
+          [](ProcessGroup& group, const py::array& given) {
+            // A copy: the caller's array is never written.
+            py::array out = py::array(CollectiveArray(given, "allreduce")).attr("copy")();
+            const bool single = out.dtype().is(py::dtype::of<float>());
+            void* data = out.mutable_data();
+            const size_t count = static_cast<size_t>(out.size());
+            py::gil_scoped_release released;
+            if (single) {
+              group.AllreduceSum(static_cast<float*>(data), count);
+            } else {
+              group.AllreduceSum(static_cast<double*>(data), count);
+            }
+            return out;
+          },
+          py::arg("array"))
+      .def(
+          "broadcast",
+          [](ProcessGroup& group, const py::array& given, int root) {
+            py::array out = py::array(CollectiveArray(given, "broadcast")).attr("copy")();
+            void* data = out.mutable_data();
+            const size_t bytes = static_cast<size_t>(out.nbytes());
+            py::gil_scoped_release released;
+            group.Broadcast(data, bytes, root);
+            return out;
+          },
+          py::arg("array"), py::arg("root") = 0);
+}
+
 void BindExecutors(py::module_& module) {
   BindScope(module);
+  BindProcessGroup(module);
   BindCheckpoints(module);
   py::class_<PythonExecutor>(module, "Executor", "The sequential reference executor.")
       .def(py::init<const std::string&>(), py::arg("place") = "cpu")
       .def("run", &PythonExecutor::Run, py::arg("program"), py::arg("scope"), py::arg("feed"),
            py::arg("fetch_list"));
   py::class_<PythonParallelExecutor>(module, "ParallelExecutor", "The actor executor.")
-      .def(py::init<const Program&, py::object, const py::object&, int>(), py::arg("program"),
-           py::arg("scope"), py::arg("places"), py::arg("num_threads") = 0)
+      .def(py::init<const Program&, py::object, const py::object&, int, const std::string&,
+                    const std::string&, std::shared_ptr<ProcessGroup>>(),
+           py::arg("program"), py::arg("scope"), py::arg("places"), py::arg("num_threads") = 0,
+           py::arg("strategy") = "allreduce", py::arg("gradient_compression") = "none",
+           py::arg("process_group") = nullptr)
       .def("run", &PythonParallelExecutor::Run, py::arg("feed"), py::arg("fetch_list"))
       .def(
           "run_async",

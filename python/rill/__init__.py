@@ -23,7 +23,8 @@ message (block, op, variable).
 Also here: rill.trace (what the actor executors did inside a `with` block,
 its summary and visualizer page), rill.load_plugin (custom ops from a shared
 library, appended with rill.layers.append_op) and rill.datasets (numpy
-batches from Rill's readers and input pipeline).
+batches from Rill's readers and input pipeline) and rill.distributed (a
+process group: collective data parallelism across processes).
 """
 from rill._core import (Error, InvalidArgumentError, NotFoundError, OutOfRangeError, ParseError,
                         UnimplementedError, InternalError, IoError, TimeoutError, UnavailableError,
@@ -37,6 +38,7 @@ from rill.executor import Executor, ParallelExecutor, global_scope
 from rill.io import save_checkpoint, load_checkpoint
 from rill.tracing import trace
 from rill import datasets
+from rill import distributed
 
 __all__ = [
     "Error", "InvalidArgumentError", "NotFoundError", "OutOfRangeError", "ParseError",
@@ -44,5 +46,6 @@ __all__ = [
     "CancelledError", "Scope", "Program", "Variable", "program_guard", "default_main_program",
     "default_startup_program", "load_program", "save_program", "layers", "optimizer", "SGD",
     "Momentum", "Adam", "append_backward", "Executor", "ParallelExecutor", "global_scope",
-    "save_checkpoint", "load_checkpoint", "version", "trace", "datasets", "load_plugin"
+    "save_checkpoint", "load_checkpoint", "version", "trace", "datasets", "load_plugin",
+    "distributed"
 ]

@@ -45,12 +45,27 @@ class ParallelExecutor:
     its slice of the batch and the gradients are merged.
 
     `scope` (default: global_scope()) holds the parameters: run the startup
-    program in it first."""
+    program in it first.
 
-    def __init__(self, program=None, places="cpu", scope=None, num_threads=0):
+    `strategy` is how places merge gradients: "allreduce" (every place
+    updates its copy) or "reduce" (each parameter updated once, on its owner
+    place). `gradient_compression` ("none", "int8", "int4") quantizes large
+    float32 gradients for the merges, with error feedback.
+
+    With `process_group` (rill.distributed.ProcessGroup) this process is one
+    rank of a collective job: the executor starts from rank 0's persistable
+    variables (broadcast now, so every rank must build its executor) and
+    averages the gradients over the ranks before the optimizer. Several
+    places per rank need strategy="reduce" (the places reduce into one copy,
+    which the rank merges once)."""
+
+    def __init__(self, program=None, places="cpu", scope=None, num_threads=0,
+                 strategy="allreduce", gradient_compression="none", process_group=None):
         program = program if program is not None else default_main_program()
         scope = scope if scope is not None else _global_scope
-        self._executor = _core.ParallelExecutor(program, scope, places, num_threads)
+        group = process_group._group if process_group is not None else None
+        self._executor = _core.ParallelExecutor(program, scope, places, num_threads, strategy,
+                                                gradient_compression, group)
 
     def run(self, fetch_list=None, feed=None):
         """Runs one step; returns the fetched values as ndarrays (losses averaged

@@ -29,7 +29,6 @@
 #include "rill/transpiler.h"
 #include "runtime/core/buffer_pool.h"
 #include "runtime/device/blas_threads.h"
-#include "runtime/graph/data_parallel.h"
 #include "tools/datasets/fashion_mnist.h"
 #include "tools/datasets/preloaded_batches.h"
 #include "tools/rill/commands.h"
@@ -345,12 +344,6 @@ int Train(const TrainOptions& opt) {
   Executor().Run(startup_program, &scope);
   if (pipelined) scope.Var(kReader)->set_object(pipeline);
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
-  if (group) {
-    // Every rank runs forward and backward on its rows; the gradients are
-    // averaged over the ranks before the optimizer ops. All start from rank 0's state.
-    BroadcastPersistables(*group, main.desc(), &scope);
-    ProcessGroup::Install(&scope, group);
-  }
   std::unique_ptr<StepRunner> step, eval;
   const ActorRunner* actor_step = nullptr;
   std::shared_ptr<TrainerClient> client;
@@ -377,10 +370,9 @@ int Train(const TrainOptions& opt) {
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
-    if (group) {
-      train_program =
-          AddProcessAllreduce(train_program, 0, build.fuse_bytes, build.gradient_compression);
-    }
+    // Every rank runs forward and backward on its rows; the gradients are
+    // averaged over the ranks before the optimizer ops. All start from rank 0's state.
+    if (group) train_program = PrepareCollective(group, train_program, &scope, build);
     auto runtime = std::make_shared<Runtime>(threads, 1);
     if (distributed)
       client = ConnectTrainer(opt.role, LastStep(opt, examples, opt.role.trainers),

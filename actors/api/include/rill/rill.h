@@ -42,6 +42,7 @@
 #include "rill/parallel_executor.h"
 #include "rill/place.h"
 #include "rill/plugin.h"
+#include "rill/process_group.h"
 #include "rill/program.h"
 #include "rill/program_io.h"
 #include "rill/pserver.h"

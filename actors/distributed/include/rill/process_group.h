@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 
+#include "rill/build_strategy.h"
 #include "rill/proto/program.pb.h"
 #include "rill/scope.h"
 
@@ -71,6 +72,11 @@ class ProcessGroup : public VarObject {
   ~ProcessGroup() override;
   ProcessGroup(const ProcessGroup&) = delete;
   ProcessGroup& operator=(const ProcessGroup&) = delete;
+  // What the destructor does, now: waits (up to the timeout) for every rank
+  // to finish, then leaves (at once after a failed collective); later
+  // collectives throw kUnavailable. For a caller that must not wait in a
+  // destructor (Python's, which holds the GIL). Never throws; once only.
+  void Finish();
 
   int rank() const;
   int world_size() const;
@@ -97,6 +103,21 @@ class ProcessGroup : public VarObject {
   class Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Everything a rank does before its executor runs `program` (block
+// `block_index`) with the group: BroadcastPersistables from rank 0, the group
+// installed in `scope` (ProcessGroup::Install), and the program returned with
+// a process_allreduce op after each bucket of parameter gradients (bucketed
+// by build.fuse_bytes, float32 ones sent as build.gradient_compression says).
+// Run the result with the same `build` (several places per process need
+// ReduceStrategy::kReduce):
+//
+//   auto group = ProcessGroup::FromEnvironment();
+//   ParallelExecutor exe(PrepareCollective(group, main.desc(), &scope, build), &scope,
+//                        {.places = ParsePlaces("cpu"), .build = build});
+proto::ProgramDesc PrepareCollective(std::shared_ptr<ProcessGroup> group,
+                                     const proto::ProgramDesc& program, Scope* scope,
+                                     const BuildStrategy& build, int block_index = 0);
 
 // Rank `root`'s values of the persistable dense variables of `program`'s
 // block 0 that `scope` holds (parameters, optimizer state, the learning rate)
