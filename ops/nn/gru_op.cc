@@ -169,34 +169,10 @@ void InferGruShape(ShapeContext& ctx) {
   ctx.SetOutput("HiddenProduct", {d.batch, d.steps, d.hidden}, dtype);
 }
 
-void InferGruGradShape(ShapeContext& ctx) {
-  const RnnDims d = InferRnnInputs(ctx, "gru_grad", kGruGates);
-  if (ctx.HasInput("Out@GRAD")) {
-    ctx.Check(ShapesCompatible(ctx.InputShape("Out@GRAD"), {d.batch, d.steps, d.hidden}),
-              "gru_grad: Out@GRAD (", ctx.InputName("Out@GRAD"), ") is ",
-              ShapeToString(ctx.InputShape("Out@GRAD")), " but must be [N, T, H] ",
-              ShapeToString({d.batch, d.steps, d.hidden}));
-  }
-  SetRnnGradOutputs(ctx, d);
-}
+void InferGruGradShape(ShapeContext& ctx) { InferRnnGradShape(ctx, "gru_grad", kGruGates); }
 
 std::vector<proto::OpDesc> GruGrad(const proto::OpDesc& fwd) {
-  proto::OpDesc grad;
-  grad.set_type("gru_grad");
-  for (const char* slot : {"X", "InputWeight", "HiddenWeight", "Length"}) {
-    const auto vars = InputVars(fwd, slot);
-    if (!vars.empty()) SetInput(&grad, slot, vars);
-  }
-  for (const char* slot : {"Out", "HiddenProduct", "Gates"}) {
-    SetInput(&grad, slot, {OutputVar(fwd, slot)});
-  }
-  for (const char* slot : {"Out", "LastH"}) {
-    SetInput(&grad, StrCat(slot, kGradSuffix), {GradVarName(OutputVar(fwd, slot))});
-  }
-  for (const char* slot : {"X", "InputWeight", "HiddenWeight", "Bias"}) {
-    SetOutput(&grad, StrCat(slot, kGradSuffix), {GradVarName(InputVar(fwd, slot))});
-  }
-  return {grad};
+  return {RnnGradOp(fwd, "gru_grad", {"Out", "HiddenProduct", "Gates"}, {"Out", "LastH"})};
 }
 
 }  // namespace

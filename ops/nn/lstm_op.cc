@@ -173,32 +173,10 @@ void InferLstmShape(ShapeContext& ctx) {
   ctx.SetOutput("Cells", {d.batch, d.steps, d.hidden}, dtype);
 }
 
-void InferLstmGradShape(ShapeContext& ctx) {
-  const RnnDims d = InferRnnInputs(ctx, "lstm_grad", kLstmGates);
-  if (ctx.HasInput("Out@GRAD")) {
-    ctx.Check(ShapesCompatible(ctx.InputShape("Out@GRAD"), {d.batch, d.steps, d.hidden}),
-              "lstm_grad: Out@GRAD (", ctx.InputName("Out@GRAD"), ") is ",
-              ShapeToString(ctx.InputShape("Out@GRAD")), " but must be [N, T, H] ",
-              ShapeToString({d.batch, d.steps, d.hidden}));
-  }
-  SetRnnGradOutputs(ctx, d);
-}
+void InferLstmGradShape(ShapeContext& ctx) { InferRnnGradShape(ctx, "lstm_grad", kLstmGates); }
 
 std::vector<proto::OpDesc> LstmGrad(const proto::OpDesc& fwd) {
-  proto::OpDesc grad;
-  grad.set_type("lstm_grad");
-  for (const char* slot : {"X", "InputWeight", "HiddenWeight", "Length"}) {
-    const auto vars = InputVars(fwd, slot);
-    if (!vars.empty()) SetInput(&grad, slot, vars);
-  }
-  for (const char* slot : {"Out", "Cells", "Gates"}) SetInput(&grad, slot, {OutputVar(fwd, slot)});
-  for (const char* slot : {"Out", "LastH", "LastC"}) {
-    SetInput(&grad, StrCat(slot, kGradSuffix), {GradVarName(OutputVar(fwd, slot))});
-  }
-  for (const char* slot : {"X", "InputWeight", "HiddenWeight", "Bias"}) {
-    SetOutput(&grad, StrCat(slot, kGradSuffix), {GradVarName(InputVar(fwd, slot))});
-  }
-  return {grad};
+  return {RnnGradOp(fwd, "lstm_grad", {"Out", "Cells", "Gates"}, {"Out", "LastH", "LastC"})};
 }
 
 }  // namespace

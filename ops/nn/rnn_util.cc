@@ -4,6 +4,7 @@
 
 #include "ops/math/blas.h"
 #include "rill/error.h"
+#include "rill/op_desc.h"
 
 namespace rill {
 namespace {
@@ -50,12 +51,38 @@ RnnDims InferRnnInputs(ShapeContext& ctx, const char* op, int gates) {
   return d;
 }
 
-void SetRnnGradOutputs(ShapeContext& ctx, const RnnDims& d) {
+void InferRnnGradShape(ShapeContext& ctx, const char* op, int gates) {
+  const RnnDims d = InferRnnInputs(ctx, op, gates);
+  const Shape out = {d.batch, d.steps, d.hidden};
+  if (ctx.HasInput("Out@GRAD")) {
+    ctx.Check(ShapesCompatible(ctx.InputShape("Out@GRAD"), out), op, ": Out@GRAD (",
+              ctx.InputName("Out@GRAD"), ") is ", ShapeToString(ctx.InputShape("Out@GRAD")),
+              " but must be [N, T, H] ", ShapeToString(out));
+  }
   const DataType dtype = ctx.InputType("X");
   ctx.SetOutput("X@GRAD", {d.batch, d.steps, d.input}, dtype);
   ctx.SetOutput("InputWeight@GRAD", {d.input, d.gate_width()}, dtype);
   ctx.SetOutput("HiddenWeight@GRAD", {d.hidden, d.gate_width()}, dtype);
   ctx.SetOutput("Bias@GRAD", {d.gate_width()}, dtype);
+}
+
+proto::OpDesc RnnGradOp(const proto::OpDesc& fwd, const char* grad_type,
+                        const std::vector<const char*>& saved,
+                        const std::vector<const char*>& differentiated) {
+  proto::OpDesc grad;
+  grad.set_type(grad_type);
+  for (const char* slot : {"X", "InputWeight", "HiddenWeight", "Length"}) {
+    const auto vars = InputVars(fwd, slot);
+    if (!vars.empty()) SetInput(&grad, slot, vars);
+  }
+  for (const char* slot : saved) SetInput(&grad, slot, {OutputVar(fwd, slot)});
+  for (const char* slot : differentiated) {
+    SetInput(&grad, StrCat(slot, kGradSuffix), {GradVarName(OutputVar(fwd, slot))});
+  }
+  for (const char* slot : {"X", "InputWeight", "HiddenWeight", "Bias"}) {
+    SetOutput(&grad, StrCat(slot, kGradSuffix), {GradVarName(InputVar(fwd, slot))});
+  }
+  return grad;
 }
 
 RnnInputs CheckRnnKernelInputs(const KernelContext& ctx, const char* op, int gates, bool grad) {

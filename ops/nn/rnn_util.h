@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rill/kernel_context.h"
+#include "rill/proto/program.pb.h"
 #include "rill/shape.h"
 #include "rill/shape_context.h"
 
@@ -33,8 +34,18 @@ struct RnnDims {
 // and the mismatched shape.
 RnnDims InferRnnInputs(ShapeContext& ctx, const char* op, int gates);
 
-// Gradient outputs X@GRAD, InputWeight@GRAD, HiddenWeight@GRAD, Bias@GRAD.
-void SetRnnGradOutputs(ShapeContext& ctx, const RnnDims& d);
+// Shape inference of `op`, the gradient op (G = `gates`): its forward inputs
+// checked as InferRnnInputs does, Out@GRAD (when bound) [N, T, H], and the
+// outputs X@GRAD, InputWeight@GRAD, HiddenWeight@GRAD, Bias@GRAD.
+void InferRnnGradShape(ShapeContext& ctx, const char* op, int gates);
+
+// The gradient op `grad_type` of forward op `fwd`: its inputs X, the weights
+// and Length, the forward outputs `saved` (what the backward pass reads), the
+// gradients of the outputs `differentiated`, and the gradients of X, the
+// weights and Bias.
+proto::OpDesc RnnGradOp(const proto::OpDesc& fwd, const char* grad_type,
+                        const std::vector<const char*>& saved,
+                        const std::vector<const char*>& differentiated);
 
 // The checked inputs of a kernel of `op`: X, the weights and, when present,
 // Length with each length in [0, T] (absent: every sequence has T steps).
