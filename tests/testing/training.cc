@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 
 namespace rill::testing {
@@ -20,6 +23,21 @@ void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& 
     EXPECT_EQ(std::memcmp(want[i].raw_data(), got[i].raw_data(), want[i].bytes()), 0)
         << what << ": parameter " << i << " differs";
   }
+}
+
+double RelativeDifference(const Tensor& got, const Tensor& want) {
+  double diff = 0, norm = 0, worst = 0, largest = 0;
+  for (int64_t i = 0; i < got.numel(); ++i) {
+    const double d = got.GetAsDouble(i) - want.GetAsDouble(i);
+    diff += d * d;
+    norm += want.GetAsDouble(i) * want.GetAsDouble(i);
+    worst = std::max(worst, std::abs(d));
+    largest = std::max(largest, std::abs(want.GetAsDouble(i)));
+  }
+  const double relative = std::sqrt(diff / std::max(norm, 1e-300));
+  std::printf("relative difference %.3g (largest element difference %.3g of the largest value)\n",
+              relative, worst / std::max(largest, 1e-300));
+  return relative;
 }
 
 bool BitEqual(const Tensor& a, const Tensor& b) {

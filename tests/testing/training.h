@@ -18,6 +18,10 @@ Tensor CyclicLabels(int64_t batch, int step, int classes);
 void ExpectBitEqual(const std::vector<Tensor>& want, const std::vector<Tensor>& got,
                     const std::string& what);
 
+// ||got - want|| / ||want|| (L2 norms over all elements, host memory); also
+// printed, with the largest element difference over the largest value.
+double RelativeDifference(const Tensor& got, const Tensor& want);
+
 // Whether a and b have the same dtype, shape and bytes (host memory).
 bool BitEqual(const Tensor& a, const Tensor& b);
 

@@ -28,6 +28,7 @@
 #include "rill/tensor.h"
 #include "tests/testing/cli_process.h"
 #include "tests/testing/ports.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
@@ -77,18 +78,6 @@ std::map<std::string, Tensor> Parameters(const std::string& path) {
     }
   }
   return params;
-}
-
-double RelativeDifference(const Tensor& a, const Tensor& b) {
-  double diff = 0, norm = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double d = a.GetAsDouble(i) - b.GetAsDouble(i);
-    diff += d * d;
-    norm += b.GetAsDouble(i) * b.GetAsDouble(i);
-  }
-  const double relative = std::sqrt(diff / std::max(norm, 1e-300));
-  std::printf("relative difference %.3g\n", relative);
-  return relative;
 }
 
 TEST_P(CollectiveLaunchTest, RanksMatchOneProcessOnTheGlobalBatch) {
@@ -144,7 +133,7 @@ TEST_P(CollectiveLaunchTest, RanksMatchOneProcessOnTheGlobalBatch) {
   ASSERT_FALSE(expected.empty());
   ASSERT_EQ(got.size(), expected.size());
   for (const auto& [name, value] : expected) {
-    EXPECT_LE(RelativeDifference(got.at(name), value), 1e-5) << name;
+    EXPECT_LE(testing::RelativeDifference(got.at(name), value), 1e-5) << name;
   }
 }
 

@@ -31,6 +31,7 @@
 #include "rill/tensor.h"
 #include "tests/testing/cli_process.h"
 #include "tests/testing/ports.h"
+#include "tests/testing/training.h"
 
 namespace rill {
 namespace {
@@ -118,21 +119,6 @@ std::map<std::string, Tensor> Parameters(const std::string& path) {
   return params;
 }
 
-// ||a - b|| / ||b|| (L2 norms over all elements).
-double RelativeDifference(const Tensor& a, const Tensor& b) {
-  double diff = 0, norm = 0, worst = 0, largest = 0;
-  for (int64_t i = 0; i < a.numel(); ++i) {
-    const double d = a.GetAsDouble(i) - b.GetAsDouble(i);
-    diff += d * d;
-    norm += b.GetAsDouble(i) * b.GetAsDouble(i);
-    worst = std::max(worst, std::abs(d));
-    largest = std::max(largest, std::abs(b.GetAsDouble(i)));
-  }
-  std::printf("relative difference %.3g (largest element difference %.3g of the largest value)\n",
-              std::sqrt(diff / std::max(norm, 1e-300)), worst / std::max(largest, 1e-300));
-  return std::sqrt(diff / std::max(norm, 1e-300));
-}
-
 class SyncTraining : public DistributedTest, public ::testing::WithParamInterface<const char*> {};
 
 TEST_P(SyncTraining, TwoTrainersTwoServersMatchOneProcess) {
@@ -177,7 +163,8 @@ TEST_P(SyncTraining, TwoTrainersTwoServersMatchOneProcess) {
     const auto got = Parameters(Path("trainer" + std::to_string(i) + ".ckpt"));
     ASSERT_EQ(got.size(), expected.size());
     for (const auto& [name, value] : expected) {
-      EXPECT_LE(RelativeDifference(got.at(name), value), 1e-5) << "trainer " << i << " " << name;
+      EXPECT_LE(testing::RelativeDifference(got.at(name), value), 1e-5)
+          << "trainer " << i << " " << name;
     }
   }
 }
@@ -487,7 +474,7 @@ TEST_F(DistributedTest, ServersKilledAtRandomStepsResumeFromACommonStepAndFinish
   const auto got = Parameters(Path("final.ckpt"));
   ASSERT_EQ(got.size(), expected.size());
   for (const auto& [name, value] : expected) {
-    EXPECT_LE(RelativeDifference(got.at(name), value), 1e-5) << name;
+    EXPECT_LE(testing::RelativeDifference(got.at(name), value), 1e-5) << name;
   }
 }
 

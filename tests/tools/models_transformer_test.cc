@@ -46,17 +46,6 @@ std::vector<std::string> ParameterNames(const TransformerModel& m) {
   return names;
 }
 
-// sqrt(sum (a - b)^2 / sum a^2).
-double RelativeDifference(const Tensor& a, const Tensor& b) {
-  double diff = 0, norm = 0;
-  for (int64_t k = 0; k < a.numel(); ++k) {
-    const double d = a.GetAsDouble(k) - b.GetAsDouble(k);
-    diff += d * d;
-    norm += a.GetAsDouble(k) * a.GetAsDouble(k);
-  }
-  return std::sqrt(diff / std::max(norm, 1e-300));
-}
-
 TEST(ModelsTransformerTest, TrainsBitIdenticallyOnActorAndReferenceExecutors) {
   for (int threads : {1, 2}) {
     SCOPED_TRACE(StrCat(threads, " threads"));
@@ -115,9 +104,9 @@ TEST(ModelsTransformerTest, TwoPlacesTrainLikeOnePlaceOnTheWholeBatch) {
   const std::vector<Tensor> initial = TrainOnPlaces(1, 0, &initial_names);
   ASSERT_EQ(names, two_names);
   for (size_t i = 0; i < names.size(); ++i) {
-    EXPECT_LE(RelativeDifference(one[i], two[i]), 1e-5) << names[i];
+    EXPECT_LE(testing::RelativeDifference(two[i], one[i]), 1e-5) << names[i];
     // Far more than the bound: the comparison is of trained values.
-    EXPECT_GT(RelativeDifference(initial[i], one[i]), 1e-4) << names[i];
+    EXPECT_GT(testing::RelativeDifference(one[i], initial[i]), 1e-4) << names[i];
   }
 }
 
