@@ -118,16 +118,12 @@ void GruGradKernel(KernelContext& ctx) {
   const Tensor& product_t = RequiredRnnTensor(ctx, op, "HiddenProduct", state_shape, dtype);
   const Tensor& gates_t = RequiredRnnTensor(ctx, op, "Gates", {n_all, steps, width}, dtype);
   const Tensor* d_out_t = OptionalRnnTensor(ctx, op, "Out@GRAD", state_shape, dtype);
-  const Tensor* d_last_t = OptionalRnnTensor(ctx, op, "LastH@GRAD", {n_all, hidden}, dtype);
   VisitFloatType(dtype, [&]<class T>() {
     const T* out = out_t.data<T>();
     const T* product = product_t.data<T>();
     const T* gates = gates_t.data<T>();
     const T* d_out = d_out_t != nullptr ? d_out_t->data<T>() : nullptr;
-    std::vector<T> dh(static_cast<size_t>(n_all * hidden), T(0));
-    if (d_last_t != nullptr) {
-      std::copy(d_last_t->data<T>(), d_last_t->data<T>() + dh.size(), dh.begin());
-    }
+    std::vector<T> dh = LastStateGradient<T>(ctx, op, "LastH@GRAD", d);
     const size_t all_size = static_cast<size_t>(n_all * steps * width);
     std::vector<T> d_input(all_size, T(0)), d_hidden(all_size, T(0));
     std::vector<T> step(static_cast<size_t>(n_all * width)), back(dh.size());

@@ -105,15 +105,6 @@ void LstmCellBackward(int64_t hidden, const T* gates, const T* cell, const T* ce
   }
 }
 
-// The state gradients at the last step: LastH@GRAD and LastC@GRAD, or zeros.
-template <class T>
-std::vector<T> LastStateGradient(const KernelContext& ctx, const char* slot, const RnnDims& d) {
-  std::vector<T> g(static_cast<size_t>(d.batch * d.hidden), T(0));
-  const Tensor* t = OptionalRnnTensor(ctx, "lstm_grad", slot, {d.batch, d.hidden}, DataTypeOf<T>());
-  if (t != nullptr) std::copy(t->data<T>(), t->data<T>() + g.size(), g.begin());
-  return g;
-}
-
 // Backpropagation through time, last step first; the pre-activation
 // gradients of every step then give the weight and input gradients in a few
 // big GEMMs (WriteRnnGradients). A missing output gradient means zero.
@@ -132,8 +123,8 @@ void LstmGradKernel(KernelContext& ctx) {
     const T* cells = cells_t.data<T>();
     const T* gates = gates_t.data<T>();
     const T* d_out = d_out_t != nullptr ? d_out_t->data<T>() : nullptr;
-    std::vector<T> dh = LastStateGradient<T>(ctx, "LastH@GRAD", d);
-    std::vector<T> dc = LastStateGradient<T>(ctx, "LastC@GRAD", d);
+    std::vector<T> dh = LastStateGradient<T>(ctx, op, "LastH@GRAD", d);
+    std::vector<T> dc = LastStateGradient<T>(ctx, op, "LastC@GRAD", d);
     std::vector<T> d_pre(static_cast<size_t>(n_all * steps * width), T(0));
     std::vector<T> step(static_cast<size_t>(n_all * width)), back(dh.size());
     for (int64_t t = steps - 1; t >= 0; --t) {

@@ -7,6 +7,7 @@
 // buffer belongs to sequence n, step t.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -64,6 +65,17 @@ RnnInputs CheckRnnKernelInputs(const KernelContext& ctx, const char* op, int gat
 // produced, which means zero).
 const Tensor* OptionalRnnTensor(const KernelContext& ctx, const char* op, const char* slot,
                                 const Shape& shape, DataType dtype);
+// A last-state gradient of `op` (LastH@GRAD, LastC@GRAD) as a [N * H]
+// vector to accumulate into; zeros when the slot is not bound.
+template <class T>
+std::vector<T> LastStateGradient(const KernelContext& ctx, const char* op, const char* slot,
+                                 const RnnDims& d) {
+  std::vector<T> g(static_cast<size_t>(d.batch * d.hidden), T(0));
+  const Tensor* t = OptionalRnnTensor(ctx, op, slot, {d.batch, d.hidden}, DataTypeOf<T>());
+  if (t != nullptr) std::copy(t->data<T>(), t->data<T>() + g.size(), g.begin());
+  return g;
+}
+
 // Like OptionalRnnTensor, but the tensor must be there.
 const Tensor& RequiredRnnTensor(const KernelContext& ctx, const char* op, const char* slot,
                                 const Shape& shape, DataType dtype);
