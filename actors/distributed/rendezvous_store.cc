@@ -154,23 +154,16 @@ class RendezvousStore::Impl {
     changed_.wait_for(lock, std::chrono::seconds(1), [&] { return left->load() == 0; });
   }
 
+  // One wait on both ends (rank 0's table, or what rank 0 sent and whether it
+  // is gone): a watcher polls this, so no exception on the way.
   std::string Lost(std::chrono::milliseconds timeout) {
-    if (!server()) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        if (!master_gone_.empty()) return master_gone_;
-      }
-      try {
-        return Get({kLostKey}, timeout, {}, false).front();
-      } catch (const Error& error) {
-        if (error.code() == ErrorCode::kUnavailable) return error.message();
-        return "";
-      }
-    }
+    if (!server()) Request({kLostKey});  // asked once; rank 0 answers when it is set
     std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait_for(lock, timeout, [&] { return values_.count(kLostKey) > 0; });
+    changed_.wait_for(lock, timeout,
+                      [&] { return values_.count(kLostKey) > 0 || !master_gone_.empty(); });
     auto it = values_.find(kLostKey);
-    return it == values_.end() ? "" : it->second;
+    if (it != values_.end()) return it->second;
+    return master_gone_;  // "" on rank 0, and while rank 0 answers
   }
 
   void Leave(std::chrono::milliseconds timeout) {

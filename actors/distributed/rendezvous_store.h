@@ -70,8 +70,8 @@ class RendezvousStore : public gloo::rendezvous::Store {
                                const std::function<std::string(const std::string&)>& describe = {},
                                bool fail_on_lost = false);
   // What rank 0 knows of ranks that left without a goodbye, waiting up to
-  // `timeout` for news; "" when none. On a rank whose connection to rank 0
-  // closed: that rank 0 is gone.
+  // `timeout` for news; "" when none. Failing that, on a rank whose
+  // connection to rank 0 closed: that rank 0 is gone.
   std::string Lost(std::chrono::milliseconds timeout);
   // This rank is done: a rank says goodbye (its connection closing is then no
   // loss), waiting up to `timeout` until the goodbye, and so all it set
