@@ -6,9 +6,14 @@
 // divided by the world size and written back, on the CollectiveSequence's
 // thread and in the bucket's global order, so that no executor thread waits
 // on the network. With compression the float32 values cross as int8 or int4
-// codes (an allgather of every rank's codes, summed in rank order).
+// codes (an allgather of every rank's codes, summed in rank order). A sparse
+// gradient (selected rows) is gathered whole: every rank's rows and values in
+// rank order, repeats summed, divided by the world size.
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "actors/distributed/collective_sequence.h"
@@ -18,6 +23,7 @@
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
 #include "rill/process_group.h"
+#include "rill/selected_rows.h"
 #include "rill/shape_context.h"
 #include "runtime/graph/gradient_compression.h"
 
@@ -106,6 +112,78 @@ void CompressedMeanOverRanks(ProcessGroup& group, const std::vector<Tensor*>& te
   UnpackScaled(sum.data(), 1.0f / static_cast<float>(group.world_size()), tensors);
 }
 
+// What a rank's sparse gradient holds, gathered first so that every rank
+// knows the others' sizes before the rows themselves cross.
+struct SparseExtent {
+  int64_t rows = 0;
+  int64_t width = 0;   // values per row
+  int64_t height = 0;  // rows of the dense tensor
+  int64_t dtype = 0;
+};
+
+// `rows` = the mean over the ranks of every rank's `rows`: their rows and
+// values concatenated in rank order, repeats summed (MergeSelectedRows), times
+// 1 / world size. The same bits on every rank. The ranks gather their extents,
+// then rows and values padded to the longest rank's count (Gloo's allgather
+// takes the same bytes from every rank).
+void SparseMeanOverRanks(ProcessGroup& group, const std::string& name, SelectedRows* rows) {
+  const int world = group.world_size();
+  Shape row_shape = rows->value.shape();
+  RILL_CHECK(!row_shape.empty(), kInvalidArgument, "process_allreduce: the gradient \"", name,
+             "\" holds selected rows with a value of rank 0");
+  row_shape.erase(row_shape.begin());
+  const SparseExtent mine{static_cast<int64_t>(rows->rows.size()), NumElements(row_shape),
+                          rows->height, static_cast<int64_t>(rows->value.dtype())};
+  std::vector<SparseExtent> extents(static_cast<size_t>(world));
+  group.Allgather(&mine, sizeof mine, extents.data());
+  int64_t longest = 0;
+  for (int r = 0; r < world; ++r) {
+    const SparseExtent& e = extents[static_cast<size_t>(r)];
+    RILL_CHECK(e.width == mine.width && e.height == mine.height && e.dtype == mine.dtype,
+               kInvalidArgument, "process_allreduce: the gradient \"", name, "\" is ", e.height,
+               " rows of ", e.width, " values on rank ", r, " but ", mine.height, " rows of ",
+               mine.width, " on rank ", group.rank(), " (or of another type)");
+    longest = std::max(longest, e.rows);
+  }
+  const size_t value_bytes = SizeOf(rows->value.dtype());
+  const size_t row_bytes = sizeof(int64_t) + static_cast<size_t>(mine.width) * value_bytes;
+  const size_t rank_bytes = static_cast<size_t>(longest) * row_bytes;
+  std::vector<char> sent(rank_bytes, 0), gathered(rank_bytes * static_cast<size_t>(world));
+  const size_t my_rows = rows->rows.size();
+  if (my_rows > 0) {
+    std::memcpy(sent.data(), rows->rows.data(), my_rows * sizeof(int64_t));
+    std::memcpy(sent.data() + static_cast<size_t>(longest) * sizeof(int64_t),
+                rows->value.raw_data(), my_rows * (row_bytes - sizeof(int64_t)));
+  }
+  if (rank_bytes > 0) group.Allgather(sent.data(), rank_bytes, gathered.data());
+
+  std::vector<SelectedRows> parts(static_cast<size_t>(world));
+  std::vector<const SelectedRows*> given;
+  for (int r = 0; r < world; ++r) {
+    const int64_t count = extents[static_cast<size_t>(r)].rows;
+    const char* at = gathered.data() + static_cast<size_t>(r) * rank_bytes;
+    SelectedRows& part = parts[static_cast<size_t>(r)];
+    part.height = mine.height;
+    part.rows.resize(static_cast<size_t>(count));
+    Shape shape = row_shape;
+    shape.insert(shape.begin(), count);
+    part.value = Tensor(rows->value.dtype(), shape);
+    if (count > 0) {
+      std::memcpy(part.rows.data(), at, static_cast<size_t>(count) * sizeof(int64_t));
+      std::memcpy(part.value.raw_data(), at + static_cast<size_t>(longest) * sizeof(int64_t),
+                  static_cast<size_t>(count) * (row_bytes - sizeof(int64_t)));
+    }
+    given.push_back(&part);
+  }
+  SelectedRows merged = MergeSelectedRows(given);
+  VisitFloatType(merged.value.dtype(), [&]<class T>() {
+    T* v = merged.value.template mutable_data<T>();
+    const T scale = T(1) / static_cast<T>(world);
+    for (int64_t i = 0; i < merged.value.numel(); ++i) v[i] *= scale;
+  });
+  *rows = std::move(merged);
+}
+
 class ProcessAllreduceActor : public OpActor {
  public:
   void Run(KernelContext& ctx, OpDone done) override {
@@ -120,11 +198,15 @@ class ProcessAllreduceActor : public OpActor {
     auto floats = std::make_shared<std::vector<Tensor*>>();
     auto compressed = std::make_shared<std::vector<Tensor*>>();
     auto doubles = std::make_shared<std::vector<Tensor*>>();
+    auto sparse = std::make_shared<std::vector<std::pair<std::string, SelectedRows*>>>();
     for (int i = 0; i < ctx.OutputCount("Out"); ++i) {
       const std::string& name = ctx.InputName("X", i);
-      RILL_CHECK(!ctx.InputIsSelectedRows("X", i), kUnimplemented, "process_allreduce #", order,
-                 ": the gradient \"", name,
-                 "\" is selected rows; merging them across processes is not built yet");
+      if (ctx.InputIsSelectedRows("X", i)) {
+        // Sent whole: compression is for dense buckets (a sparse gradient is
+        // already the rows a step touched).
+        sparse->emplace_back(name, ctx.OutputRows("Out", i));
+        continue;
+      }
       Tensor* t = ctx.Output("Out", i);
       if (t->dtype() == DataType::kFloat32) {
         const bool compress =
@@ -139,12 +221,13 @@ class ProcessAllreduceActor : public OpActor {
     }
     sequence->Submit(
         order, count,
-        [group, floats, compressed, doubles, kind, residual = residual_] {
+        [group, floats, compressed, doubles, sparse, kind, residual = residual_] {
           if (!floats->empty()) MeanOverRanks<float>(*group, *floats);
           if (!compressed->empty()) {
             CompressedMeanOverRanks(*group, *compressed, kind, residual.get());
           }
           if (!doubles->empty()) MeanOverRanks<double>(*group, *doubles);
+          for (auto& [name, rows] : *sparse) SparseMeanOverRanks(*group, name, rows);
         },
         std::move(done));
   }
@@ -181,7 +264,8 @@ RILL_REGISTER_OP(process_allreduce,
                      .Attr("count", 1, "collectives per step", AtLeast(1))
                      .Attr("compression", "none",
                            "float32 values sent whole (none) or as int8 or int4 codes, with this "
-                           "rank's error feedback; float64 values are sent whole",
+                           "rank's error feedback; float64 values and selected rows are sent "
+                           "whole",
                            OneOf({"none", "int8", "int4"}))
                      .InferShape(SameShapesAsInputs));
 

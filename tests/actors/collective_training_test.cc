@@ -1,14 +1,15 @@
 // Collective data parallelism across processes, the ranks as threads of this
 // process (each with its own scope, executor and process group over
-// loopback): a float64 MLP trained 20 steps with Adam by 2 and 3 ranks, each
-// on its slice of every global batch, ends within 1e-9 (relative) of one
-// executor trained on the whole global batch, and with the same bits on every
-// rank; parameters are broadcast from rank 0 first (the other ranks start
-// from other seeds). With 2 places per rank the merge is hierarchical (the
-// places reduce, then the process merges once): the same bounds hold; with
-// allreduce between places the plan refuses, naming the strategy to use. With
-// int8 compression across processes the merged gradients are the mean of the
-// ranks' codes read back, with error feedback, bit for bit.
+// loopback): float64 models (an MLP, a CNN, a sparse embedding) trained 20
+// steps with Adam by 2 and 3 ranks of 1 and 2 places, each rank on its slice
+// of every global batch, end within 1e-9 (relative) of one executor trained
+// on the whole global batch, with the same bits on every rank and from run to
+// run; parameters are broadcast from rank 0 first (the other ranks start from
+// other seeds). With 2 places per rank the merge is hierarchical (the places
+// reduce, then the process merges once); with allreduce between places the
+// plan refuses, naming the strategy to use. With int8 compression across
+// processes the merged gradients are the mean of the ranks' codes read back,
+// with error feedback, bit for bit.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <future>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "rill/builder.h"
@@ -27,6 +29,7 @@
 #include "runtime/graph/gradient_compression.h"
 #include "tests/testing/gradient_check.h"
 #include "tests/testing/ports.h"
+#include "tests/testing/small_models.h"
 #include "tests/testing/training.h"
 
 namespace rill {
@@ -34,21 +37,12 @@ namespace {
 
 using testing::CyclicLabels;
 using testing::RandomTensor;
+using testing::SmallModel;
 using namespace std::chrono_literals;
 
 constexpr int kSteps = 20;
 constexpr int64_t kRowsPerRank = 6;
-
-Var BuildMlp(Builder& b) {
-  Var x = b.Data("x", {-1, 10}, DataType::kFloat64);
-  Var label = b.Data("label", {-1, 1}, DataType::kInt64);
-  Var h = b.Fc(b.Fc(x, 12, Activation::kRelu), 8, Activation::kTanh);
-  return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(h, 4), label));
-}
-
-FeedList GlobalFeeds(int step, int64_t rows) {
-  return {{"x", RandomTensor({rows, 10}, 500 + step)}, {"label", CyclicLabels(rows, step, 4)}};
-}
+constexpr int64_t kFuseBytes = 256 * 1024;
 
 struct Trained {
   std::vector<std::string> names;
@@ -73,24 +67,25 @@ ExecutionStrategy OneThread() {
 }
 
 // One executor on the whole global batch of world * kRowsPerRank rows.
-Trained TrainAlone(int world) {
+Trained TrainAlone(const SmallModel& model, int world) {
   Program main, startup;
   Builder b(&main, &startup, 11);
-  Var loss = BuildMlp(b);
+  Var loss = model.build(b);
   Adam(0.01f).Minimize(b, loss);
   Scope scope;
   Executor().Run(startup.desc(), &scope);
   ParallelExecutor exe(main.desc(), &scope, {.places = {Place::Cpu()}, .strategy = OneThread()});
-  for (int s = 0; s < kSteps; ++s) exe.Run(GlobalFeeds(s, world * kRowsPerRank), {loss.name});
+  for (int s = 0; s < kSteps; ++s) exe.Run(model.feeds(s, world * kRowsPerRank), {loss.name});
   return Parameters(main, scope);
 }
 
 // Rank `rank` of `world`: its slice of every global batch, gradients averaged
 // over the ranks. Seeds differ by rank: the broadcast must make them agree.
-Trained TrainRank(int rank, int world, const std::string& master, int64_t fuse_bytes, int places) {
+Trained TrainRank(const SmallModel& model, int rank, int world, const std::string& master,
+                  int64_t fuse_bytes, int places) {
   Program main, startup;
   Builder b(&main, &startup, rank == 0 ? 11 : 100 + static_cast<uint64_t>(rank));
-  Var loss = BuildMlp(b);
+  Var loss = model.build(b);
   Adam(0.01f).Minimize(b, loss);
   Scope scope;
   Executor().Run(startup.desc(), &scope);
@@ -111,7 +106,7 @@ Trained TrainRank(int rank, int world, const std::string& master, int64_t fuse_b
                         .strategy = OneThread(),
                         .build = build});
   for (int s = 0; s < kSteps; ++s) {
-    FeedList feeds = GlobalFeeds(s, world * kRowsPerRank);
+    FeedList feeds = model.feeds(s, world * kRowsPerRank);
     for (auto& [name, value] : feeds)
       value = value.Slice(rank * kRowsPerRank, (rank + 1) * kRowsPerRank);
     exe.Run(feeds, {loss.name});
@@ -119,53 +114,64 @@ Trained TrainRank(int rank, int world, const std::string& master, int64_t fuse_b
   return Parameters(main, scope);
 }
 
-void ExpectRanksMatchOneProcess(int world, int64_t fuse_bytes, int places = 1) {
-  const Trained alone = TrainAlone(world);
+// Trains `world` ranks (threads) and checks them against one executor on the
+// global batch and against each other; returns rank 0's parameters.
+Trained ExpectRanksMatchOneProcess(const SmallModel& model, int world, int64_t fuse_bytes,
+                                   int places = 1) {
+  const Trained alone = TrainAlone(model, world);
   const std::string master = StrCat("127.0.0.1:", testing::ClosedLoopbackPort());
   std::vector<std::future<Trained>> ranks;
   for (int r = 0; r < world; ++r) {
-    ranks.push_back(std::async(std::launch::async,
-                               [=] { return TrainRank(r, world, master, fuse_bytes, places); }));
+    ranks.push_back(std::async(std::launch::async, [=] {
+      return TrainRank(model, r, world, master, fuse_bytes, places);
+    }));
   }
   std::vector<Trained> got;
   for (auto& rank : ranks) got.push_back(rank.get());
   for (int r = 0; r < world; ++r) {
-    ASSERT_EQ(got[r].names, alone.names);
+    EXPECT_EQ(got[r].names, alone.names);
+    if (got[r].names != alone.names) return got[0];
     for (size_t i = 0; i < alone.names.size(); ++i) {
-      const Tensor& want = alone.values[i];
-      const Tensor& have = got[r].values[i];
-      double diff = 0, norm = 0;
-      for (int64_t k = 0; k < want.numel(); ++k) {
-        const double w = want.data<double>()[k], h = have.data<double>()[k];
-        diff += (w - h) * (w - h);
-        norm += w * w;
-      }
-      EXPECT_LE(std::sqrt(diff), 1e-9 * std::sqrt(norm))
-          << "rank " << r << ", " << alone.names[i] << ": off by " << std::sqrt(diff) << " of "
-          << std::sqrt(norm);
+      EXPECT_LE(testing::RelativeDifference(got[r].values[i], alone.values[i]), 1e-9)
+          << "rank " << r << ", " << alone.names[i];
     }
     if (r > 0) testing::ExpectBitEqual(got[0].values, got[r].values, StrCat("rank ", r));
   }
+  return got[0];
 }
 
-TEST(CollectiveTrainingTest, TwoRanksMatchOneProcessOnTheGlobalBatch) {
-  ExpectRanksMatchOneProcess(2, 256 * 1024);
+// (model, ranks, places per rank)
+class CollectiveModelTest : public ::testing::TestWithParam<std::tuple<std::string, int, int>> {};
+
+TEST_P(CollectiveModelTest, RanksMatchOneProcessOnTheGlobalBatch) {
+  const auto& [name, world, places] = GetParam();
+  ExpectRanksMatchOneProcess(testing::SmallModelByName(name), world, kFuseBytes, places);
 }
 
-TEST(CollectiveTrainingTest, ThreeRanksMatchOneProcessOnTheGlobalBatch) {
-  ExpectRanksMatchOneProcess(3, 256 * 1024);
-}
+INSTANTIATE_TEST_SUITE_P(Models, CollectiveModelTest,
+                         ::testing::Combine(::testing::Values("mlp", "cnn", "sparse"),
+                                            ::testing::Values(2, 3), ::testing::Values(1, 2)),
+                         [](const auto& info) {
+                           return StrCat(std::get<0>(info.param), "_", std::get<1>(info.param),
+                                         "ranks_", std::get<2>(info.param), "places");
+                         });
 
 TEST(CollectiveTrainingTest, ThreeRanksWithOneCollectivePerGradient) {
-  ExpectRanksMatchOneProcess(3, 0);
-}
-
-TEST(CollectiveTrainingTest, TwoRanksOfTwoPlacesMatchOneProcessOnTheGlobalBatch) {
-  ExpectRanksMatchOneProcess(2, 256 * 1024, 2);
+  ExpectRanksMatchOneProcess(testing::SmallMlp(), 3, 0);
 }
 
 TEST(CollectiveTrainingTest, ThreeRanksOfTwoPlacesWithOneCollectivePerGradient) {
-  ExpectRanksMatchOneProcess(3, 0, 2);
+  ExpectRanksMatchOneProcess(testing::SmallEmbedding(/*sparse=*/true), 3, 0, 2);
+}
+
+TEST(CollectiveTrainingTest, RunsAreBitIdenticalFromRunToRun) {
+  const Trained first = ExpectRanksMatchOneProcess(testing::SmallEmbedding(true), 2, kFuseBytes, 2);
+  const Trained second =
+      ExpectRanksMatchOneProcess(testing::SmallEmbedding(true), 2, kFuseBytes, 2);
+  testing::ExpectBitEqual(first.values, second.values, "the second run");
+  const Trained cnn_first = ExpectRanksMatchOneProcess(testing::SmallCnn(), 2, kFuseBytes);
+  const Trained cnn_second = ExpectRanksMatchOneProcess(testing::SmallCnn(), 2, kFuseBytes);
+  testing::ExpectBitEqual(cnn_first.values, cnn_second.values, "the second CNN run");
 }
 
 // Every place would hold its own merged copy: the plan refuses before any rank
@@ -173,7 +179,7 @@ TEST(CollectiveTrainingTest, ThreeRanksOfTwoPlacesWithOneCollectivePerGradient) 
 TEST(CollectiveTrainingTest, PlacesThatAllreduceAreRefusedNamingTheStrategy) {
   Program main, startup;
   Builder b(&main, &startup, 11);
-  Var loss = BuildMlp(b);
+  Var loss = testing::SmallMlp().build(b);
   Adam(0.01f).Minimize(b, loss);
   const proto::ProgramDesc program = AddProcessAllreduce(main.desc(), 0, 0);
   BuildStrategy build;

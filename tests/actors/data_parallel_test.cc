@@ -16,6 +16,7 @@
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/small_models.h"
 #include "tests/testing/training.h"
 
 namespace rill {
@@ -25,56 +26,8 @@ using testing::CyclicLabels;
 using testing::RandomTensor;
 constexpr DataType kF64 = DataType::kFloat64;
 
-// A model: builds its programs; makes the feeds of step s with `batch` rows.
-struct Model {
-  std::string name;
-  std::function<Var(Builder&)> build;  // returns the loss
-  std::function<FeedList(int step, int64_t batch)> feeds;
-};
-
-Model Mlp() {
-  return {"mlp",
-          [](Builder& b) {
-            Var x = b.Data("x", {-1, 10}, kF64);
-            Var label = b.Data("label", {-1, 1}, DataType::kInt64);
-            Var h = b.Fc(b.Fc(x, 12, Activation::kRelu), 8, Activation::kTanh);
-            return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(h, 4), label));
-          },
-          [](int step, int64_t batch) {
-            return FeedList{{"x", RandomTensor({batch, 10}, 500 + step)},
-                            {"label", CyclicLabels(batch, step, 4)}};
-          }};
-}
-
-Model Cnn() {
-  return {"cnn",
-          [](Builder& b) {
-            Var x = b.Data("image", {-1, 1, 6, 6}, kF64);
-            Var label = b.Data("label", {-1, 1}, DataType::kInt64);
-            Var h = b.Pool2d(b.Conv2d(x, 3, 3, 1, 1, Activation::kRelu), 2);
-            return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(h, 5), label));
-          },
-          [](int step, int64_t batch) {
-            return FeedList{{"image", RandomTensor({batch, 1, 6, 6}, 700 + step)},
-                            {"label", CyclicLabels(batch, step, 5)}};
-          }};
-}
-
-Model Embedding(bool sparse = false) {
-  return {sparse ? "sparse" : "embedding",
-          [sparse](Builder& b) {
-            Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
-            Var label = b.Data("label", {-1, 1}, DataType::kInt64);
-            Var e = b.Embedding(ids, 20, 6, kF64, sparse);
-            return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(e, 3), label));
-          },
-          [](int step, int64_t batch) {
-            Tensor ids(DataType::kInt64, {batch, 1});
-            for (int64_t i = 0; i < batch; ++i)
-              ids.mutable_data<int64_t>()[i] = (i * 7 + step) % 20;
-            return FeedList{{"ids", ids}, {"label", CyclicLabels(batch, step, 3)}};
-          }};
-}
+using Model = testing::SmallModel;
+using testing::SmallMlp;
 
 // Trains `steps` steps on `places` places and returns the scope's parameters.
 struct Trained {
@@ -143,15 +96,9 @@ bool BitEqual(const Trained& a, const Trained& b) {
 class DataParallelTest
     : public ::testing::TestWithParam<std::tuple<std::string, int, ReduceStrategy>> {};
 
-Model ByName(const std::string& name) {
-  if (name == "mlp") return Mlp();
-  if (name == "cnn") return Cnn();
-  return Embedding(name == "sparse");
-}
-
 TEST_P(DataParallelTest, PlacesWithTheGlobalBatchTrainLikeOnePlace) {
   const auto& [name, places, reduce] = GetParam();
-  const Model model = ByName(name);
+  const Model model = testing::SmallModelByName(name);
   const Trained one = Train(model, 1, reduce, 16);
   const Trained many = Train(model, places, reduce, 16);
   ExpectClose(one, many, 1e-5);
@@ -171,8 +118,8 @@ TEST(DataParallelEdgeTest, UnevenAndTinyBatchesTrainLikeOnePlace) {
   for (int64_t batch : {7, 3, 1}) {
     for (int places : {2, 4}) {
       SCOPED_TRACE(StrCat("batch ", batch, " on ", places, " places"));
-      const Trained one = Train(Mlp(), 1, ReduceStrategy::kAllReduce, batch, 5);
-      const Trained many = Train(Mlp(), places, ReduceStrategy::kAllReduce, batch, 5);
+      const Trained one = Train(SmallMlp(), 1, ReduceStrategy::kAllReduce, batch, 5);
+      const Trained many = Train(SmallMlp(), places, ReduceStrategy::kAllReduce, batch, 5);
       ExpectClose(one, many, 1e-5);
     }
   }
@@ -181,7 +128,7 @@ TEST(DataParallelEdgeTest, UnevenAndTinyBatchesTrainLikeOnePlace) {
 TEST(DataParallelEdgeTest, SparseEmbeddingGradientsAreSelectedRowsAndTouchOnlyTheirRows) {
   Program main, startup;
   Builder b(&main, &startup, 11);
-  Var loss = Embedding(/*sparse=*/true).build(b);
+  Var loss = testing::SmallEmbedding(/*sparse=*/true).build(b);
   Adam(0.01f).Minimize(b, loss);
   const proto::VarDesc* grad = FindVarDesc(main.desc(), 0, "embedding_0.w@GRAD");
   ASSERT_NE(grad, nullptr);
@@ -203,13 +150,14 @@ TEST(DataParallelEdgeTest, SparseEmbeddingGradientsAreSelectedRowsAndTouchOnlyTh
 
 TEST(DataParallelEdgeTest, RepeatedRunsAreBitIdentical) {
   for (ReduceStrategy reduce : {ReduceStrategy::kAllReduce, ReduceStrategy::kReduce}) {
-    EXPECT_TRUE(BitEqual(Train(Mlp(), 4, reduce, 16, 10), Train(Mlp(), 4, reduce, 16, 10)));
+    EXPECT_TRUE(
+        BitEqual(Train(SmallMlp(), 4, reduce, 16, 10), Train(SmallMlp(), 4, reduce, 16, 10)));
   }
 }
 
 TEST(DataParallelEdgeTest, FusedAndUnfusedMergesAgree) {
-  const Trained fused = Train(Mlp(), 2, ReduceStrategy::kAllReduce, 16, 10, 1 << 20);
-  const Trained single = Train(Mlp(), 2, ReduceStrategy::kAllReduce, 16, 10, 0);
+  const Trained fused = Train(SmallMlp(), 2, ReduceStrategy::kAllReduce, 16, 10, 1 << 20);
+  const Trained single = Train(SmallMlp(), 2, ReduceStrategy::kAllReduce, 16, 10, 0);
   ExpectClose(single, fused, 1e-12);
 }
 
@@ -274,7 +222,7 @@ TEST(DataParallelEdgeTest, AFailingPlaceFailsTheStepAndTheNextStepWorks) {
 TEST(DataParallelEdgeTest, MergesStartWhileBackwardStillRuns) {
   Program main, startup;
   Builder b(&main, &startup, 3);
-  Var loss = Mlp().build(b);
+  Var loss = SmallMlp().build(b);
   Adam(0.01f).Minimize(b, loss);
   Scope scope;
   Executor().Run(startup.desc(), &scope);
@@ -285,7 +233,7 @@ TEST(DataParallelEdgeTest, MergesStartWhileBackwardStillRuns) {
   ParallelExecutor exe(
       main.desc(), &scope,
       {.places = {Place::Cpu(), Place::Cpu()}, .strategy = strategy, .build = build});
-  exe.Run(Mlp().feeds(0, 8), {loss.name});
+  exe.Run(SmallMlp().feeds(0, 8), {loss.name});
   const IterationStats stats = exe.last_stats();
   EXPECT_EQ(stats.collectives, 6);  // three fc layers, weight and bias each
   // The last layer's gradients are complete long before the first layer's.

@@ -10,6 +10,8 @@
 #   collective:  rill launch --nprocs 2 --collective --
 #                  --epochs 1 --max-steps S --batch B/2 --threads 1 --blas-threads 1 --json
 #   pserver:     rill launch --trainers 2 --pservers 1 -- (the same train flags)
+#   ddp:         /usr/bin/python3 tools/bench/torch_ddp.py B S 5 MODEL (PyTorch
+#                  DistributedDataParallel, gloo, 2 processes of 1 thread each)
 # Same global batch, steps, model and optimizer; real Fashion-MNIST batches.
 #
 # samples/s: local, the JSON "samples_per_sec" (the epoch's training loop over
@@ -17,10 +19,11 @@
 # the job's global rate S * B / max over the two processes of the JSON
 # "seconds" (each times the same training loop; the rendezvous, the first
 # broadcast or pull, and evaluation are outside it).
-# Ratios: collective / local (issue target at B = 1024: >= 0.9) and
-# collective / pserver. PyTorch DDP (gloo) is not run here: its script
-# (tools/bench/torch_ddp.py) is another helper's and was not on main when this
-# was written; add its column when it lands.
+# ddp, torch_ddp.py's global rate (its timed loop over the slower rank's
+# seconds, warm-up outside), and its plausibility warnings, printed under the
+# table when it gives any (then its ratio is not a fair one).
+# Ratios: collective / local (issue target at B = 1024: >= 0.9), collective /
+# pserver, and collective / DDP (target: >= 1.2 at every batch).
 #
 # Threads: written for a 2-core machine. Local runs 2 places on 2 scheduler
 # threads; collective runs two processes of 1 scheduler thread each (plus
@@ -69,8 +72,9 @@ launch() {  # name, log, launch flags... -- train flags...
   }
 }
 
-printf '%5s %6s %6s %11s %13s %11s %9s %9s\n' model batch steps "local s/s" "collective s/s" \
-  "pserver s/s" "coll/loc" "coll/ps"
+printf '%5s %6s %6s %11s %13s %11s %9s %9s %9s %9s\n' model batch steps "local s/s" \
+  "collective s/s" "pserver s/s" "ddp s/s" "coll/loc" "coll/ps" "coll/ddp"
+warnings=$work/warnings
 for model in "${models[@]}"; do
   for b in "${batches[@]}"; do
     if ((b % 2)); then echo "global batch $b is odd; skipped" >&2; continue; fi
@@ -85,14 +89,27 @@ for model in "${models[@]}"; do
     launch pserver "$work/p$model$b.log" --trainers 2 --pservers 1 --model "$model" \
       --dir "$work/p$model$b" -- "${train[@]}"
     ps_rate=$(job_rate "$work/p$model$b.log" trainer "$steps" "$b")
-    python3 - "$model" "$b" "$steps" "$local_rate" "$coll_rate" "$ps_rate" <<'EOF'
-import sys
+    /usr/bin/python3 tools/bench/torch_ddp.py "$b" "$steps" 5 "$model" >"$work/d$model$b.json" \
+      2>"$work/d$model$b.err" || {
+      echo "torch_ddp.py failed ($model, batch $b):" >&2
+      tail -20 "$work/d$model$b.err" >&2
+      exit 1
+    }
+    grep "IMPLAUSIBLE" "$work/d$model$b.err" >>"$warnings" || true
+    python3 - "$model" "$b" "$steps" "$local_rate" "$coll_rate" "$ps_rate" "$work/d$model$b.json" <<'EOF'
+import json, sys
 model, b, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 local, coll, ps = (float(x) for x in sys.argv[4:7])
-print(f"{model:>5} {b:6d} {steps:6d} {local:11.0f} {coll:13.0f} {ps:11.0f} "
-      f"{coll / local:8.2f}x {coll / ps:8.2f}x")
+ddp = json.loads(open(sys.argv[7]).read().strip().splitlines()[-1])["samples_per_sec"]
+print(f"{model:>5} {b:6d} {steps:6d} {local:11.0f} {coll:13.0f} {ps:11.0f} {ddp:9.0f} "
+      f"{coll / local:8.2f}x {coll / ps:8.2f}x {coll / ddp:8.2f}x")
 EOF
   done
 done
 echo "coll/loc = collective global samples/s / local --places cpu:2 samples/s (target at 1024: >= 0.9)"
 echo "coll/ps  = collective / parameter-server (2 trainers, 1 server) global samples/s"
+echo "coll/ddp = collective / PyTorch DDP (gloo, 2 processes) global samples/s (target: >= 1.2)"
+if [[ -s $warnings ]]; then
+  echo "The PyTorch baseline was implausible here (its coll/ddp is not a fair ratio):"
+  cat "$warnings"
+fi

@@ -1,8 +1,10 @@
-"""The PyTorch baseline of tools/bench/distributed.sh: DistributedDataParallel
-on the gloo backend, 2 processes on loopback (init_method tcp://127.0.0.1 on a
-free port), training the MLP of `rill train --model mlp` as torch_mlp.py builds
-it (784-256-128-10 ReLU, Xavier-uniform weights, zero biases, Adam lr 1e-3,
-softmax cross-entropy, the accuracy op, the loss fetched every step) on real
+"""The PyTorch baseline of tools/bench/distributed.sh and collective.sh:
+DistributedDataParallel on the gloo backend, 2 processes on loopback
+(init_method tcp://127.0.0.1 on a free port), training the MLP of `rill train
+--model mlp` as torch_mlp.py builds it (784-256-128-10 ReLU, Xavier-uniform
+weights, zero biases, Adam lr 1e-3, softmax cross-entropy, the accuracy op, the
+loss fetched every step), or another model of `rill train --model` as
+torch_models.py builds it (MODEL: cnn, resnet, transformer), on real
 Fashion-MNIST batches (fashion_batches.py: the first images of the training set
 in file order, as many as the run needs up to the whole set, cycled). Each
 global batch is cut in two: rank r trains on rows [r * B/2, (r + 1) * B/2).
@@ -29,7 +31,7 @@ Plausibility, checked after the run, each failure said on stderr (prefix
 Prints one JSON line: global_batch, steps, samples_per_sec (global),
 step_ms, rank_seconds, single_samples_per_sec, single_step_ms, allreduce_ms,
 first_loss, last_loss, warnings.
-Usage: torch_ddp.py GLOBAL_BATCH STEPS [WARMUP]
+Usage: torch_ddp.py GLOBAL_BATCH STEPS [WARMUP [MODEL]]
 Run it with Debian's python (/usr/bin/python3) and python3-torch."""
 import os
 import sys
@@ -53,9 +55,24 @@ import torch.multiprocessing as mp  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fashion_batches  # noqa: E402
 import torch_mlp  # noqa: E402
+import torch_models  # noqa: E402
 
 RANKS = 2
 LOSS_WINDOW = 10
+
+
+def build_model(name):
+    """The model initialised as Rill initialises it, its Adam and its loss."""
+    if name == "mlp":
+        return torch_mlp.build_model()
+    torch.manual_seed(0)
+    model = torch_models.build(name)
+    for m in model.modules():
+        if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
+            torch.nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                torch.nn.init.zeros_(m.bias)
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3), torch.nn.CrossEntropyLoss()
 
 
 def load(global_batch, steps):
@@ -65,14 +82,14 @@ def load(global_batch, steps):
     return [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
 
 
-def worker(rank, port, global_batch, steps, warmup, results):
+def worker(rank, port, global_batch, steps, warmup, name, results):
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=RANKS)
     half = global_batch // RANKS
     data = [(x[rank * half:(rank + 1) * half].contiguous(), y[rank * half:(rank + 1) * half])
             for x, y in load(global_batch, warmup + steps)]
-    model, opt, loss_fn = torch_mlp.build_model()
+    model, opt, loss_fn = build_model(name)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     for i in range(warmup):
         x, y = data[i % len(data)]
@@ -106,11 +123,11 @@ def worker(rank, port, global_batch, steps, warmup, results):
     dist.destroy_process_group()
 
 
-def single_process(global_batch, steps, warmup):
+def single_process(global_batch, steps, warmup, name):
     """One process's samples/s on the whole global batch, same loop."""
     torch.set_num_threads(1)
     data = load(global_batch, warmup + steps)
-    model, opt, loss_fn = torch_mlp.build_model()
+    model, opt, loss_fn = build_model(name)
     for i in range(warmup):
         torch_mlp.train_step(model, opt, loss_fn, *data[i % len(data)])
     start = time.perf_counter()
@@ -126,21 +143,23 @@ def free_port():
 
 
 def main():
-    if len(sys.argv) not in (3, 4):
-        sys.exit(__doc__.split("\n\n")[0] + "\nusage: torch_ddp.py GLOBAL_BATCH STEPS [WARMUP]")
+    if len(sys.argv) not in (3, 4, 5):
+        sys.exit(__doc__.split("\n\n")[0] +
+                 "\nusage: torch_ddp.py GLOBAL_BATCH STEPS [WARMUP [MODEL]]")
     global_batch, steps = int(sys.argv[1]), int(sys.argv[2])
     warmup = int(sys.argv[3]) if len(sys.argv) > 3 else 5
+    name = sys.argv[4] if len(sys.argv) > 4 else "mlp"
     if global_batch % RANKS or steps < 1 or warmup < 1:
         sys.exit(f"torch_ddp: global batch {global_batch} must be even, steps and warm-up >= 1")
     results = mp.get_context("spawn").SimpleQueue()
-    mp.spawn(worker, args=(free_port(), global_batch, steps, warmup, results), nprocs=RANKS)
+    mp.spawn(worker, args=(free_port(), global_batch, steps, warmup, name, results), nprocs=RANKS)
     ranks = results.get()
     seconds = max(r[0] for r in ranks)
     rate = steps * global_batch / seconds
     first_loss = statistics.fmean(r[1] for r in ranks)
     last_loss = statistics.fmean(r[2] for r in ranks)
     allreduce_ms = max(r[3] for r in ranks)
-    single = single_process(global_batch, steps, warmup)
+    single = single_process(global_batch, steps, warmup, name)
     step_ms = seconds / steps * 1e3
     single_step_ms = global_batch / single * 1e3
 
@@ -160,7 +179,8 @@ def main():
     for w in warnings:
         print(f"torch_ddp: IMPLAUSIBLE at global batch {global_batch}: {w}", file=sys.stderr)
     print(json.dumps({
-        "global_batch": global_batch, "steps": steps, "samples_per_sec": round(rate, 1),
+        "model": name, "global_batch": global_batch, "steps": steps,
+        "samples_per_sec": round(rate, 1),
         "step_ms": round(step_ms, 4), "rank_seconds": [round(r[0], 4) for r in ranks],
         "single_samples_per_sec": round(single, 1), "single_step_ms": round(single_step_ms, 4),
         "allreduce_ms": round(allreduce_ms, 4), "first_loss": round(first_loss, 4),

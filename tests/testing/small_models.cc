@@ -1,0 +1,64 @@
+#include "tests/testing/small_models.h"
+
+#include "rill/error.h"
+#include "tests/testing/gradient_check.h"
+#include "tests/testing/training.h"
+
+namespace rill::testing {
+
+constexpr DataType kF64 = DataType::kFloat64;
+
+SmallModel SmallMlp() {
+  return {"mlp",
+          [](Builder& b) {
+            Var x = b.Data("x", {-1, 10}, kF64);
+            Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+            Var h = b.Fc(b.Fc(x, 12, Activation::kRelu), 8, Activation::kTanh);
+            return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(h, 4), label));
+          },
+          [](int step, int64_t batch) {
+            return FeedList{{"x", RandomTensor({batch, 10}, 500 + static_cast<uint64_t>(step))},
+                            {"label", CyclicLabels(batch, step, 4)}};
+          }};
+}
+
+SmallModel SmallCnn() {
+  return {"cnn",
+          [](Builder& b) {
+            Var x = b.Data("image", {-1, 1, 6, 6}, kF64);
+            Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+            Var h = b.Pool2d(b.Conv2d(x, 3, 3, 1, 1, Activation::kRelu), 2);
+            return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(h, 5), label));
+          },
+          [](int step, int64_t batch) {
+            return FeedList{
+                {"image", RandomTensor({batch, 1, 6, 6}, 700 + static_cast<uint64_t>(step))},
+                {"label", CyclicLabels(batch, step, 5)}};
+          }};
+}
+
+SmallModel SmallEmbedding(bool sparse) {
+  return {sparse ? "sparse" : "embedding",
+          [sparse](Builder& b) {
+            Var ids = b.Data("ids", {-1, 1}, DataType::kInt64);
+            Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+            Var e = b.Embedding(ids, 20, 6, kF64, sparse);
+            return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(e, 3), label));
+          },
+          [](int step, int64_t batch) {
+            Tensor ids(DataType::kInt64, {batch, 1});
+            for (int64_t i = 0; i < batch; ++i)
+              ids.mutable_data<int64_t>()[i] = (i * 7 + step) % 20;
+            return FeedList{{"ids", ids}, {"label", CyclicLabels(batch, step, 3)}};
+          }};
+}
+
+SmallModel SmallModelByName(const std::string& name) {
+  if (name == "mlp") return SmallMlp();
+  if (name == "cnn") return SmallCnn();
+  RILL_CHECK(name == "embedding" || name == "sparse", kInvalidArgument, "no small model \"", name,
+             "\" (mlp, cnn, embedding or sparse)");
+  return SmallEmbedding(name == "sparse");
+}
+
+}  // namespace rill::testing

@@ -1,0 +1,29 @@
+// Small float64 models of the tests that train on several places, executors
+// or processes and compare the parameters with one executor on the whole
+// batch: an MLP, a CNN (conv, pool, fc) and an embedding (dense or sparse
+// gradient), each with its feeds for any step and batch size.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "rill/builder.h"
+#include "rill/feeds.h"
+
+namespace rill::testing {
+
+struct SmallModel {
+  std::string name;
+  std::function<Var(Builder&)> build;                      // returns the loss
+  std::function<FeedList(int step, int64_t batch)> feeds;  // the feeds of step `step`
+};
+
+SmallModel SmallMlp();
+SmallModel SmallCnn();
+// The embedding's gradient is selected rows when `sparse`.
+SmallModel SmallEmbedding(bool sparse);
+// "mlp", "cnn", "embedding" or "sparse".
+SmallModel SmallModelByName(const std::string& name);
+
+}  // namespace rill::testing
