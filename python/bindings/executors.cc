@@ -1,8 +1,10 @@
 // rill._core's executors: Scope, the reference Executor and the actor
 // ParallelExecutor, with numpy arrays in and out, and the process group of a
-// collective job. Feeds are copied into
-// tensors (the C++ API has no tensor over foreign memory yet) and fetches are
-// copied out, so an array never aliases executor memory. A step runs with the
+// collective job. Feeds are taken without a copy where they are C-contiguous,
+// aligned and of a Rill dtype (Tensor::Wrap; the executor holds a reference
+// to the array until no tensor views it: the array must not change while a
+// step reads it); fetches are copied out, so an array never aliases memory
+// the executor writes. A step runs with the
 // GIL released; a rill::Error it throws comes back as the rill.Error subclass
 // of its code (module.cc), and the executor stays usable.
 #include <pybind11/stl.h>
@@ -22,7 +24,31 @@
 
 namespace rill::python {
 
-Tensor TensorFromArray(const std::string& name, const py::array& given) {
+namespace {
+
+// The shared arrays whose last tensor is gone, waiting for the GIL. Never
+// destroyed: a tensor may outlive this module's statics at exit.
+struct ReleasedArrays {
+  std::mutex mutex;
+  std::vector<PyObject*> arrays;
+};
+ReleasedArrays& Released() {
+  static auto* released = new ReleasedArrays;
+  return *released;
+}
+
+}  // namespace
+
+void ReleaseFedArrays() {
+  std::vector<PyObject*> arrays;
+  {
+    std::lock_guard<std::mutex> lock(Released().mutex);
+    arrays.swap(Released().arrays);
+  }
+  for (PyObject* array : arrays) Py_DECREF(array);
+}
+
+Tensor TensorFromArray(const std::string& name, const py::array& given, ArrayUse use) {
   const py::array array = py::array::ensure(given, py::array::c_style);
   if (!array) throw py::error_already_set();
   DataType dtype;
@@ -41,6 +67,15 @@ Tensor TensorFromArray(const std::string& name, const py::array& given) {
          " has no Rill type (float32, float64, int32 or int64)");
   }
   Shape shape(array.shape(), array.shape() + array.ndim());
+  const bool aligned = (array.flags() & py::detail::npy_api::NPY_ARRAY_ALIGNED_) != 0;
+  if (use == ArrayUse::kShare && aligned) {
+    PyObject* held = array.ptr();
+    Py_INCREF(held);
+    return Tensor::Wrap(dtype, std::move(shape), const_cast<void*>(array.data()), [held] {
+      std::lock_guard<std::mutex> lock(Released().mutex);
+      Released().arrays.push_back(held);
+    });
+  }
   Tensor tensor(dtype, shape);
   if (tensor.bytes() > 0) std::memcpy(tensor.raw_data(), array.data(), tensor.bytes());
   return tensor;
@@ -59,15 +94,18 @@ py::array ArrayFromTensor(const Tensor& fetched) {
 namespace {
 
 FeedList FeedsFromDict(const py::dict& feed) {
+  ReleaseFedArrays();
   FeedList feeds;
   for (const auto& [key, value] : feed) {
     const std::string name = py::cast<std::string>(key);
-    feeds.emplace_back(name, TensorFromArray(name, py::array::ensure(value)));
+    feeds.emplace_back(name, TensorFromArray(name, py::array::ensure(value), ArrayUse::kShare));
   }
   return feeds;
 }
 
+// Also gives back the arrays the step let go of.
 py::list ArraysFromTensors(const std::vector<Tensor>& tensors) {
+  ReleaseFedArrays();
   py::list out;
   for (const Tensor& tensor : tensors) out.append(ArrayFromTensor(tensor));
   return out;
@@ -185,8 +223,11 @@ class PythonParallelExecutor {
     executor_ = std::make_unique<ParallelExecutor>(desc, in, options);
   }
   ~PythonParallelExecutor() {
-    py::gil_scoped_release released;  // its threads never take the GIL; do not hold it meanwhile
-    executor_.reset();
+    {
+      py::gil_scoped_release released;  // its threads never take the GIL; do not hold it meanwhile
+      executor_.reset();
+    }
+    ReleaseFedArrays();
   }
 
   py::list Run(const py::dict& feed, const std::vector<std::string>& fetches) {

@@ -1,8 +1,10 @@
 """Running programs: the reference Executor and the actor ParallelExecutor.
 
-`run` takes feeds as {name: ndarray} (copied into Rill tensors; the array's
-dtype must be the variable's) and returns the fetched variables as ndarrays
-that own their memory. The GIL is released while a step runs, so other Python
+`run` takes feeds as {name: ndarray} (the array's dtype must be the
+variable's; a C-contiguous, aligned array is read in place, without a copy,
+so it must not change until the step is done: `run` returned, or `run_async`'s
+result is ready; any other array is copied first) and returns the fetched
+variables as ndarrays that own their memory. The GIL is released while a step runs, so other Python
 threads go on. A failed step raises a rill.Error subclass with Rill's message;
 the executor stays usable.
 """

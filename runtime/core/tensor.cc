@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "rill/device_memory.h"
 #include "runtime/core/buffer_pool.h"
@@ -14,8 +15,15 @@ Buffer::Buffer(size_t bytes, Place place) : bytes_(bytes), place_(place) {
                               : AllocateDeviceMemory(place, bytes);
 }
 
+Buffer::Buffer(void* data, size_t bytes, std::function<void()> release)
+    : data_(data), bytes_(bytes), place_(Place::Cpu()), release_(std::move(release)) {
+  RILL_CHECK(release_ != nullptr, kInvalidArgument, "foreign memory needs a release function");
+}
+
 Buffer::~Buffer() {
-  if (place_.host_memory()) {
+  if (release_) {
+    release_();
+  } else if (place_.host_memory()) {
     BufferPool::Instance().Free(data_, bytes_);
   } else {
     FreeDeviceMemory(place_, data_, bytes_);
@@ -23,6 +31,19 @@ Buffer::~Buffer() {
 }
 
 Tensor::Tensor(DataType dtype, Shape shape, Place place) { Allocate(dtype, shape, place); }
+
+Tensor Tensor::Wrap(DataType dtype, Shape shape, void* data, std::function<void()> release) {
+  Tensor t;
+  t.numel_ = NumElements(shape);
+  const size_t bytes = static_cast<size_t>(t.numel_) * SizeOf(dtype);
+  RILL_CHECK(data != nullptr || bytes == 0, kInvalidArgument, "no memory to wrap for ",
+             DataTypeName(dtype), ShapeToString(shape));
+  t.buffer_ = std::make_shared<Buffer>(data, bytes, std::move(release));
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.place_ = Place::Cpu();
+  return t;
+}
 
 int64_t Tensor::dim(int i) const {
   RILL_CHECK(i >= 0 && i < rank(), kOutOfRange, "dim ", i, " of tensor ", Describe());
@@ -48,7 +69,8 @@ void Tensor::Allocate(DataType dtype, const Shape& shape, Place place) {
   const int64_t numel = NumElements(shape);
   const size_t needed = static_cast<size_t>(numel) * SizeOf(dtype);
   const bool reusable = buffer_ != nullptr && buffer_.use_count() == 1 && offset_ == 0 &&
-                        buffer_->place() == place && buffer_->bytes() >= needed;
+                        !buffer_->foreign() && buffer_->place() == place &&
+                        buffer_->bytes() >= needed;
   if (!reusable) buffer_ = std::make_shared<Buffer>(needed, place);
   offset_ = 0;
   dtype_ = dtype;

@@ -33,6 +33,31 @@ TEST(TensorTest, AllocateReusesAnUnsharedBuffer) {
   EXPECT_NE(t.raw_data(), view.raw_data());
 }
 
+TEST(TensorTest, AWrappedArrayIsViewedAndReleasedOnceWhenTheLastViewGoes) {
+  double values[6] = {1, 2, 3, 4, 5, 6};
+  int released = 0;
+  {
+    Tensor t = Tensor::Wrap(DataType::kFloat64, {3, 2}, values, [&] { ++released; });
+    EXPECT_EQ(t.data<double>(), values);
+    Tensor rows = t.Slice(1, 3);
+    EXPECT_EQ(rows.data<double>()[0], 3);
+    t = Tensor();
+    EXPECT_EQ(released, 0);  // the slice still views it
+  }
+  EXPECT_EQ(released, 1);
+}
+
+TEST(TensorTest, AllocateNeverWritesIntoWrappedMemory) {
+  float values[4] = {1, 2, 3, 4};
+  int released = 0;
+  Tensor t = Tensor::Wrap(DataType::kFloat32, {4}, values, [&] { ++released; });
+  float* fresh = t.Allocate<float>({4});
+  EXPECT_NE(fresh, values);
+  fresh[0] = 9;
+  EXPECT_EQ(values[0], 1);
+  EXPECT_EQ(released, 1);  // the tensor let go of the wrapped memory
+}
+
 TEST(TensorTest, WrongTypeAccessIsAnError) {
   Tensor t(DataType::kFloat32, {2});
   EXPECT_THROW(t.data<double>(), Error);

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -21,6 +22,10 @@ class Buffer {
  public:
   static constexpr size_t kAlignment = 64;
   Buffer(size_t bytes, Place place);
+  // Host memory this buffer does not own (an embedding program's array, fed
+  // without a copy): `release` runs, on whichever thread drops the last view,
+  // instead of a free.
+  Buffer(void* data, size_t bytes, std::function<void()> release);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -28,11 +33,13 @@ class Buffer {
   void* data() const { return data_; }
   size_t bytes() const { return bytes_; }
   Place place() const { return place_; }
+  bool foreign() const { return static_cast<bool>(release_); }
 
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
   Place place_;
+  std::function<void()> release_;  // set for foreign memory
 };
 
 class Tensor {
@@ -40,6 +47,12 @@ class Tensor {
   Tensor() = default;
   // Allocates an uninitialised tensor.
   Tensor(DataType dtype, Shape shape, Place place = Place::Cpu());
+  // A tensor over host memory it does not own, without a copy: `data` holds
+  // NumElements(shape) values of dtype, suitably aligned for it, and must
+  // stay valid (and unchanged while a step reads it) until `release` runs,
+  // when no tensor views it any more. Allocate never writes into such memory:
+  // a kernel that outputs to the variable gets a buffer of its own.
+  static Tensor Wrap(DataType dtype, Shape shape, void* data, std::function<void()> release);
 
   // -- shape and type --------------------------------------------------------
   DataType dtype() const { return dtype_; }
