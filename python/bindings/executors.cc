@@ -125,7 +125,16 @@ std::vector<Place> PlacesFrom(const py::object& places) {
 // their runs take turns.
 class PythonExecutor {
  public:
-  explicit PythonExecutor(const std::string& place) : executor_(Place::Parse(place)) {}
+  explicit PythonExecutor(const std::string& place) : executor_(Place::Parse(place)) {
+    // Python runs its signal handlers only in the main thread, and only with
+    // the GIL: a step there takes it back between ops every 50 ms to let them
+    // run. A handler that raises (Ctrl-C) leaves its exception set, which
+    // stops the step.
+    executor_.set_interrupt_check([] {
+      py::gil_scoped_acquire gil;
+      return PyErr_CheckSignals() != 0;
+    });
+  }
 
   py::list Run(const py::object& program_object, const py::object& scope_object,
                const py::dict& feed, const std::vector<std::string>& fetches) {
@@ -149,9 +158,13 @@ class PythonExecutor {
     }
     FeedList feeds = FeedsFromDict(feed);
     std::vector<Tensor> fetched;
-    {
+    try {
       py::gil_scoped_release released;
       fetched = executor_.Run(*entry.block, feeds, fetches);
+    } catch (const Error& error) {
+      // Stopped by a signal handler's exception: raise that (KeyboardInterrupt).
+      if (error.code() == ErrorCode::kCancelled && PyErr_Occurred()) throw py::error_already_set();
+      throw;
     }
     return ArraysFromTensors(fetched);
   }
@@ -166,6 +179,22 @@ class PythonExecutor {
   Executor executor_;
   std::map<std::pair<const Program*, const Scope*>, Entry> entries_;
 };
+
+// The result of an iteration of the actor executor, waited for without the
+// GIL; every 50 ms the GIL is taken back to run Python's signal handlers, and
+// one that raises (Ctrl-C) ends the wait with its exception. The iteration
+// then finishes on its own and its result is dropped.
+std::vector<Tensor> WaitForIteration(std::future<std::vector<Tensor>>& future) {
+  for (;;) {
+    {
+      py::gil_scoped_release released;
+      if (future.wait_for(std::chrono::milliseconds(50)) == std::future_status::ready) break;
+    }
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+  }
+  py::gil_scoped_release released;
+  return future.get();
+}
 
 // An iteration started by ParallelExecutor.run_async. It holds the executor's
 // Python object: an executor destroyed first would cancel the iteration.
@@ -182,12 +211,7 @@ class PendingRun {
   // Waits without the GIL; raises what the iteration failed with. Once only.
   py::list Result() {
     RILL_CHECK(future_.valid(), kInvalidArgument, "result() was already taken from this run");
-    std::vector<Tensor> fetched;
-    {
-      py::gil_scoped_release released;
-      fetched = future_.get();
-    }
-    return ArraysFromTensors(fetched);
+    return ArraysFromTensors(WaitForIteration(future_));
   }
 
  private:
@@ -230,6 +254,8 @@ class PythonParallelExecutor {
     ReleaseFedArrays();
   }
 
+  // The calling thread helps run the iteration (ParallelExecutor::Run), so a
+  // signal handler (Ctrl-C) runs when the step ends.
   py::list Run(const py::dict& feed, const std::vector<std::string>& fetches) {
     FeedList feeds = FeedsFromDict(feed);
     std::vector<Tensor> fetched;

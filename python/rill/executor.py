@@ -6,7 +6,11 @@ so it must not change until the step is done: `run` returned, or `run_async`'s
 result is ready; any other array is copied first) and returns the fetched
 variables as ndarrays that own their memory. The GIL is released while a step runs, so other Python
 threads go on. A failed step raises a rill.Error subclass with Rill's message;
-the executor stays usable.
+the executor stays usable. Ctrl-C raises KeyboardInterrupt: the reference
+Executor stops its step before the next op (within about 50 ms; the scope
+keeps what the ops before wrote), a wait for `run_async`'s result ends at once
+(the step finishes on its own), and ParallelExecutor.run raises it when its
+step ends; the executor stays usable.
 """
 from rill import _core
 from rill.framework import default_main_program

@@ -1,5 +1,7 @@
 #include "rill/executor.h"
 
+#include <chrono>
+
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
 #include "rill/validate.h"
@@ -143,8 +145,17 @@ std::vector<Tensor> Executor::Run(PreparedBlock& block, const FeedList& feeds,
 void Executor::RunOps(PreparedBlock& block) const {
   ThreadRunContext* own = block.own_run_.get();
   auto& ops = block.ops();
+  const bool interruptible = own != nullptr && interrupt_check_ != nullptr;
+  auto next_check = std::chrono::steady_clock::now() + interrupt_interval_;
   try {
     for (size_t i = 0; i < ops.size(); ++i) {
+      if (interruptible && i > 0 && std::chrono::steady_clock::now() >= next_check) {
+        next_check = std::chrono::steady_clock::now() + interrupt_interval_;
+        if (interrupt_check_()) {
+          Fail(ErrorCode::kCancelled, "block ", block.block_index(), ": interrupted before op ", i,
+               " (", ops[i].schema->type(), ")");
+        }
+      }
       try {
         (*ops[i].kernel)(*ops[i].context);
       } catch (const Error& e) {

@@ -2,8 +2,10 @@
 and leave the executor usable; fetched arrays own their memory; C-contiguous
 feeds are taken without a copy and let go of when no step needs them."""
 import gc
+import signal
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -312,3 +314,79 @@ def test_a_checkpoint_restores_training_bit_for_bit(tmp_path):
                                 scope=rill.Scope()) is None
     with pytest.raises(rill.IoError, match="missing.ckpt"):
         rill.load_checkpoint(str(tmp_path / "missing.ckpt"), program=main, scope=rill.Scope())
+
+
+def slow_program(layers_count=24, width=1024):
+    """A step of `layers_count` width x width matmuls on the fed rows."""
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        h = layers.data("x", shape=[width])
+        for _ in range(layers_count):
+            h = layers.fc(h, size=width, act="tanh")
+        out = layers.mean(h)
+    scope = rill.Scope()
+    rill.Executor().run(startup, scope=scope)
+    return main, scope, out
+
+
+def seconds_until_interrupted(call, after=0.3):
+    """Runs call() with SIGINT sent `after` seconds in; the seconds from the
+    signal to KeyboardInterrupt."""
+    sent = []
+
+    def interrupt():
+        sent.append(time.perf_counter())
+        signal.raise_signal(signal.SIGINT)
+
+    timer = threading.Timer(after, interrupt)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            call()
+    finally:
+        timer.cancel()
+    assert sent, "the step ended before the signal: make it longer"
+    return time.perf_counter() - sent[0]
+
+
+def test_ctrl_c_stops_a_reference_step_between_ops():
+    main, scope, out = slow_program()
+    exe = rill.Executor()
+    big = {"x": np.ones((2048, 1024), np.float32)}
+    start = time.perf_counter()
+    exe.run(main, feed=big, fetch_list=[out], scope=scope)
+    whole = time.perf_counter() - start
+    took = seconds_until_interrupted(
+        lambda: exe.run(main, feed=big, fetch_list=[out], scope=scope), after=whole / 4)
+    # One op at most runs after the signal (a step of 24 takes `whole`).
+    assert took < whole / 2, f"interrupted {took:.2f} s after the signal (a step: {whole:.2f} s)"
+    small = {"x": np.ones((2, 1024), np.float32)}
+    (value,) = exe.run(main, feed=small, fetch_list=[out], scope=scope)
+    assert np.isfinite(value).all()
+
+
+def test_ctrl_c_ends_a_wait_for_run_async_and_the_executor_goes_on():
+    main, scope, out = slow_program()
+    exe = rill.ParallelExecutor(main, places="cpu", scope=scope)
+    big = {"x": np.ones((2048, 1024), np.float32)}
+    start = time.perf_counter()
+    exe.run(feed=big, fetch_list=[out])
+    whole = time.perf_counter() - start
+    pending = exe.run_async(feed=big, fetch_list=[out])
+    took = seconds_until_interrupted(pending.result, after=whole / 4)
+    assert took < 0.5, f"the wait ended {took:.2f} s after the signal (a step: {whole:.2f} s)"
+    # The interrupted step finishes on its own; the next ones run.
+    (value,) = exe.run(feed={"x": np.ones((2, 1024), np.float32)}, fetch_list=[out])
+    assert np.isfinite(value).all()
+
+
+def test_ctrl_c_during_a_parallel_run_raises_when_the_step_ends():
+    main, scope, out = slow_program()
+    exe = rill.ParallelExecutor(main, places="cpu", scope=scope)
+    big = {"x": np.ones((2048, 1024), np.float32)}
+    start = time.perf_counter()
+    exe.run(feed=big, fetch_list=[out])
+    whole = time.perf_counter() - start
+    seconds_until_interrupted(lambda: exe.run(feed=big, fetch_list=[out]), after=whole / 4)
+    (value,) = exe.run(feed={"x": np.ones((2, 1024), np.float32)}, fetch_list=[out])
+    assert np.isfinite(value).all()

@@ -13,7 +13,9 @@
 // threads of their own; a run ends after them, failing with their first error.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -85,11 +87,24 @@ class Executor {
 
   Place place() const { return place_; }
 
+  // Asked between the ops of a top-level run, at most once per `interval`:
+  // when it returns true the run stops there and throws kCancelled naming the
+  // op it stopped before (the scope keeps what the ops before it wrote). How
+  // an embedding program's interrupt (Python's Ctrl-C) ends a long step. Set
+  // it before running; it is called on the thread that runs the step.
+  void set_interrupt_check(std::function<bool()> check,
+                           std::chrono::milliseconds interval = std::chrono::milliseconds(50)) {
+    interrupt_check_ = std::move(check);
+    interrupt_interval_ = interval;
+  }
+
  private:
   void Bind(PreparedBlock& prepared, Scope* scope, int block_index) const;
   void RunOps(PreparedBlock& block) const;
 
   Place place_;
+  std::function<bool()> interrupt_check_;
+  std::chrono::milliseconds interrupt_interval_{50};
 };
 
 // Checks a fed value against the declaration of its variable (`desc`: null
