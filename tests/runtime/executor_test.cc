@@ -40,7 +40,7 @@ TEST(ExecutorTest, AnInterruptCheckStopsTheRunBeforeTheNextOp) {
     EXPECT_NE(std::string(error.what()).find("interrupted before op 1 (scale)"), std::string::npos)
         << error.what();
   }
-  EXPECT_EQ(asked, 1);  // never before the first op
+  EXPECT_EQ(asked, 1);                                         // never before the first op
   EXPECT_EQ(scope.GetTensor(doubled.name).GetAsDouble(0), 2);  // the op before it ran
 
   interrupt = false;
