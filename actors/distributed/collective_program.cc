@@ -12,7 +12,8 @@ proto::ProgramDesc PrepareCollective(std::shared_ptr<ProcessGroup> group,
   RILL_CHECK(group != nullptr, kInvalidArgument, "PrepareCollective needs a process group");
   BroadcastPersistables(*group, program, scope);
   ProcessGroup::Install(scope, group);
-  return AddProcessAllreduce(program, block_index, build.fuse_bytes, build.gradient_compression);
+  return AddProcessAllreduce(program, block_index, build.process_fuse_bytes,
+                             build.gradient_compression);
 }
 
 }  // namespace rill

@@ -55,6 +55,8 @@ struct TrainOptions {
   std::string places = "cpu";
   std::string strategy = "allreduce";
   std::string gradient_compression = "none";
+  int64_t fuse_bytes = BuildStrategy{}.fuse_bytes;
+  int64_t process_fuse_bytes = BuildStrategy{}.process_fuse_bytes;
   int threads = 0;  // 0: one per place
   int blas_threads = 0;
   int spin_us = -1;  // -1: ExecutionStrategy's default
@@ -378,6 +380,8 @@ int Train(const TrainOptions& opt) {
     BuildStrategy build;
     build.reduce = opt.strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
     build.gradient_compression = ParseGradientCompression(opt.gradient_compression);
+    build.fuse_bytes = opt.fuse_bytes;
+    build.process_fuse_bytes = opt.process_fuse_bytes;
     // Every rank runs forward and backward on its rows; the gradients are
     // averaged over the ranks before the optimizer ops. All start from rank 0's state.
     if (group) train_program = PrepareCollective(group, train_program, &scope, build);
@@ -676,6 +680,15 @@ Command AddTrainCommand(CLI::App& rill) {
                   "places, the merge across the ranks of --collective and the push to\n"
                   "parameter servers, with error feedback")
       ->check(CLI::IsMember({"none", "int8", "int4"}));
+  app->add_option("--fuse-bytes", opt->fuse_bytes,
+                  "gradients merged together between places up to this many bytes\n"
+                  "per merge; 0: one merge per gradient")
+      ->type_name("BYTES")
+      ->check(AtLeast(0));
+  app->add_option("--process-fuse-bytes", opt->process_fuse_bytes,
+                  "the same for the merges across the ranks of --collective")
+      ->type_name("BYTES")
+      ->check(AtLeast(0));
   app->add_option("--threads", opt->threads,
                   "threads running ops in the actor executor (0: one per place)")
       ->type_name("N")

@@ -108,7 +108,7 @@ class ProcessGroup : public VarObject {
 // `block_index`) with the group: BroadcastPersistables from rank 0, the group
 // installed in `scope` (ProcessGroup::Install), and the program returned with
 // a process_allreduce op after each bucket of parameter gradients (bucketed
-// by build.fuse_bytes, float32 ones sent as build.gradient_compression says).
+// by build.process_fuse_bytes, float32 ones sent as build.gradient_compression says).
 // Run the result with the same `build` (several places per process need
 // ReduceStrategy::kReduce):
 //

@@ -32,6 +32,13 @@ struct BuildStrategy {
   // Gradients under this many bytes are merged together, in buckets of up to
   // this size (0: every gradient on its own).
   int64_t fuse_bytes = 256 * 1024;
+  // The same across processes (collective data parallelism: the buckets of
+  // process_allreduce ops). Larger, because a collective across processes
+  // costs network round trips (1-4 ms for a Gloo allreduce between two
+  // processes on loopback, whatever its size up to a few MB), which overlap
+  // with backward cannot hide when every core computes: the MLP trains 1.2x
+  // to 1.7x faster on 2 ranks in one bucket than in buckets of 256 KiB.
+  int64_t process_fuse_bytes = 4 * 1024 * 1024;
   // Each place's contribution to a merge is quantized (with its own error
   // feedback) and the merge sums what the codes read back, in float32; the
   // result goes back at full precision. Gradients with fewer elements than
