@@ -215,7 +215,28 @@ void BindBuilder(py::module_& module) {
       .def("add", &B::Add)
       .def("sub", &B::Sub)
       .def("mul", &B::Mul)
-      .def("div", &B::Div);
+      .def("div", &B::Div)
+      .def("constant",
+           [](B& b, const Shape& shape, float value, const std::string& dtype) {
+             return b.Constant(shape, value, ParseDataType(dtype));
+           })
+      .def("assign", &B::Assign)
+      .def("less_than", &B::LessThan)
+      // Control flow: blocks opened and closed around the ops that go in them
+      // (layers.While(...).block(), layers.Go()), then the op that runs them.
+      .def("open_sub_block", &B::OpenSubBlock)
+      .def("close_sub_block", &B::CloseSubBlock)
+      .def("current_block", &B::current_block)
+      .def("while_op", py::overload_cast<const Var&, int>(&B::While))
+      .def("go_op", py::overload_cast<int>(&B::Go))
+      .def("make_channel",
+           [](B& b, const Shape& shape, const std::string& dtype, int capacity) {
+             return b.MakeChannel(shape, ParseDataType(dtype), capacity);
+           })
+      .def("channel_send", &B::ChannelSend)
+      .def("channel_recv", &B::ChannelRecv)
+      .def("channel_recv_into", &B::ChannelRecvInto)
+      .def("channel_close", &B::ChannelClose);
 }
 
 void BindTraining(py::module_& module) {

@@ -3,6 +3,8 @@ Rill has. Each appends to the current program (see rill.program_guard) through
 Rill's Builder and returns a rill.Variable; shapes are inferred as each op is
 appended, so a mismatch raises at the line that made it.
 """
+import contextlib
+
 import numpy as np
 
 from rill.framework import Variable, current_builder
@@ -215,3 +217,110 @@ def append_op(type, inputs, outputs, attrs=None):
     made = builder.append_op(type, slots, list(outputs.items()), list((attrs or {}).items()))
     made = [_wrap(var, builder) for var in made]
     return made[0] if len(made) == 1 else made
+
+
+# -- control flow: loops, go blocks, channels (Fluid's While, Go, make_channel) --
+
+
+def fill_constant(shape, dtype, value):
+    """A variable of `shape` filled with `value` (set by the main program each
+    time it runs, so a loop's counter starts over every step)."""
+    builder = current_builder()
+    return _wrap(builder.constant(list(shape), float(value), _dtype_name(dtype)), builder)
+
+
+def assign(input, output):
+    """output = input, for an existing `output` (a loop-carried variable)."""
+    input.builder.assign(input._var, output._var)
+    return output
+
+
+def less_than(x, y, cond=None):
+    """int32 1 where x < y, else 0 (y: x's shape or one element); into `cond`
+    when given (a loop's condition), else a new variable."""
+    out = _wrap(x.builder.less_than(x._var, y._var), x.builder)
+    return assign(out, cond) if cond is not None else out
+
+
+def increment(x, value=1.0, in_place=True):
+    """x + value; with in_place (Fluid's default) written back to x."""
+    out = scale(x, 1.0, value)
+    return assign(out, x) if in_place else out
+
+
+class _SubBlock:
+    """Opens a sub-block of the current block for the ops appended inside a
+    `with`, then appends the op that runs it (when the body raised nothing)."""
+
+    def __init__(self, builder, append):
+        self._builder = builder
+        self._append = append
+
+    def __enter__(self):
+        self._index = self._builder.open_sub_block()
+        return self
+
+    def __exit__(self, kind, value, traceback):
+        self._builder.close_sub_block(self._index)
+        if kind is None:
+            self._append(self._index)
+        return False
+
+
+class While:
+    """Fluid's While: the ops appended inside `with loop.block():` run while
+    `cond` (one element, e.g. from less_than) is non-zero; the body updates it.
+
+        i = layers.fill_constant([1], "float32", 0)
+        limit = layers.fill_constant([1], "float32", 10)
+        cond = layers.less_than(i, limit)
+        loop = layers.While(cond)
+        with loop.block():
+            layers.increment(i)
+            layers.less_than(i, limit, cond=cond)
+    """
+
+    def __init__(self, cond):
+        self.cond = cond
+
+    def block(self):
+        builder = self.cond.builder
+        return _SubBlock(builder, lambda index: builder.while_op(self.cond._var, index))
+
+
+class Go(_SubBlock):
+    """Fluid's Go: `with layers.Go():` runs the ops appended inside
+    concurrently with the rest of the block (a go op; it may outlive the block
+    only as long as the run)."""
+
+    def __init__(self):
+        builder = current_builder()
+        super().__init__(builder, builder.go_op)
+
+
+def make_channel(shape, dtype="float32", capacity=0):
+    """A channel of `capacity` buffered values of `shape` (-1: any size) and
+    `dtype`; 0: unbuffered (a send waits for its receive)."""
+    builder = current_builder()
+    return _wrap(builder.make_channel(list(shape), _dtype_name(dtype), capacity), builder)
+
+
+def channel_send(channel, value):
+    """Sends `value` (waits while the channel is full)."""
+    channel.builder.channel_send(channel._var, value._var)
+
+
+def channel_recv(channel, return_value=None, status=None):
+    """Receives the next value: (value, status), status int32 [1]: 1 for a
+    value, 0 once the channel is closed and drained. Into `return_value` and
+    `status` when given (a loop's next value and condition)."""
+    if return_value is not None and status is not None:
+        channel.builder.channel_recv_into(channel._var, return_value._var, status._var)
+        return return_value, status
+    value, ok = channel.builder.channel_recv(channel._var)
+    return _wrap(value, channel.builder), _wrap(ok, channel.builder)
+
+
+def channel_close(channel):
+    """Closes the channel: receives drain it, then get status 0."""
+    channel.builder.channel_close(channel._var)

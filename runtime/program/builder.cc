@@ -361,20 +361,30 @@ Var Builder::Sum(const std::vector<Var>& xs) {
   return AppendOp("sum", {{"X", xs}}, {{"Out", 1}})[0];
 }
 
-int Builder::SubBlock(const std::function<void(Builder&)>& body) {
-  const int parent = block_;
+int Builder::OpenSubBlock() {
   proto::BlockDesc* sub = main_->desc().add_blocks();
   const int index = main_->desc().blocks_size() - 1;
   sub->set_idx(index);
-  sub->set_parent_idx(parent);
+  sub->set_parent_idx(block_);
   block_ = index;
+  return index;
+}
+
+void Builder::CloseSubBlock(int index) {
+  RILL_CHECK(index == block_ && index > 0, kInvalidArgument, "closing block ", index, " but block ",
+             block_, " is the one open (sub-blocks close innermost first)");
+  block_ = main_->desc().blocks(index).parent_idx();
+}
+
+int Builder::SubBlock(const std::function<void(Builder&)>& body) {
+  const int index = OpenSubBlock();
   try {
     body(*this);
   } catch (...) {
-    block_ = parent;
+    CloseSubBlock(index);
     throw;
   }
-  block_ = parent;
+  CloseSubBlock(index);
   return index;
 }
 

@@ -5,6 +5,25 @@
 #include "rill/op_desc.h"
 
 namespace rill {
+namespace {
+
+void CheckCondition(const Var& condition) {
+  const bool one =
+      std::find(condition.shape.begin(), condition.shape.end(), -1) == condition.shape.end() &&
+      NumElements(condition.shape) == 1;
+  RILL_CHECK(one, kInvalidArgument, "while condition \"", condition.name,
+             "\" must have one element, has shape ", ShapeToString(condition.shape));
+}
+
+// `sub_block` is a block of `program` made under block `parent` (OpenSubBlock).
+void CheckSubBlock(const proto::ProgramDesc& program, int parent, int sub_block, const char* op) {
+  RILL_CHECK(sub_block > 0 && sub_block < program.blocks_size() &&
+                 program.blocks(sub_block).parent_idx() == parent,
+             kInvalidArgument, op, ": block ", sub_block, " is not a sub-block of block ", parent,
+             " (OpenSubBlock makes one there)");
+}
+
+}  // namespace
 
 Var Builder::Variable(const std::string& name, const Shape& shape, DataType dtype) {
   RILL_CHECK(FindLocalVarDesc(main_->desc().mutable_blocks(block_), name) == nullptr,
@@ -46,20 +65,23 @@ void Builder::ChannelClose(const Var& channel) {
   AppendOpTo("channel_close", {{"Channel", {channel}}}, {{"ChannelOut", {channel}}});
 }
 
-void Builder::Go(const std::function<void(Builder&)>& body) {
-  const int sub = SubBlock(body);
-  AppendOpTo("go", {}, {}, [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub); });
+void Builder::Go(const std::function<void(Builder&)>& body) { Go(SubBlock(body)); }
+
+void Builder::Go(int sub_block) {
+  CheckSubBlock(main_->desc(), block_, sub_block, "go");
+  AppendOpTo("go", {}, {}, [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub_block); });
 }
 
 void Builder::While(const Var& condition, const std::function<void(Builder&)>& body) {
-  const bool one =
-      std::find(condition.shape.begin(), condition.shape.end(), -1) == condition.shape.end() &&
-      NumElements(condition.shape) == 1;
-  RILL_CHECK(one, kInvalidArgument, "while condition \"", condition.name,
-             "\" must have one element, has shape ", ShapeToString(condition.shape));
-  const int sub = SubBlock(body);
+  CheckCondition(condition);
+  While(condition, SubBlock(body));
+}
+
+void Builder::While(const Var& condition, int sub_block) {
+  CheckCondition(condition);
+  CheckSubBlock(main_->desc(), block_, sub_block, "while");
   AppendOpTo("while", {{"Condition", {condition}}}, {},
-             [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub); });
+             [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub_block); });
 }
 
 Builder::SelectCase Builder::SelectCase::Recv(

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "rill/executor.h"
 #include "rill/validate.h"
 
@@ -54,6 +56,48 @@ TEST(BuilderTest, ShapeMismatchFailsWhereTheOpIsAppended) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("elementwise_add"), std::string::npos) << e.what();
   }
+}
+
+// Blocks opened and closed around their ops (how Python's `with
+// loop.block():` builds a while loop): they nest, close innermost first, and
+// a while or go op names only a sub-block of the block it goes in.
+TEST(BuilderTest, SubBlocksOpenAndCloseInnermostFirst) {
+  Program main, startup;
+  Builder b(&main, &startup);
+  Var i = b.Constant({1}, 0);
+  Var cond = b.LessThan(i, b.Constant({1}, 3));
+  const int outer = b.OpenSubBlock();
+  const int inner = b.OpenSubBlock();
+  EXPECT_EQ(b.current_block(), inner);
+  try {
+    b.CloseSubBlock(outer);
+    FAIL() << "closed the outer block first";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("closing block 1 but block 2 is the one open"),
+              std::string::npos)
+        << e.what();
+  }
+  b.CloseSubBlock(inner);
+  try {
+    b.While(cond, 0);
+    FAIL() << "a while op over block 0";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("while: block 0 is not a sub-block of block 1"),
+              std::string::npos)
+        << e.what();
+  }
+  b.While(cond, inner);  // in block 1, over block 2
+  b.CloseSubBlock(outer);
+  EXPECT_EQ(b.current_block(), 0);
+  try {
+    b.Go(inner);
+    FAIL() << "a go op in block 0 over block 2";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("go: block 2 is not a sub-block of block 0"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(main.desc().blocks(1).ops(0).type(), "while");
 }
 
 }  // namespace

@@ -249,6 +249,20 @@ class Builder {
   void Go(const std::function<void(Builder&)>& body);
   // Runs the ops `body` appends while `condition` (one element) is non-zero.
   void While(const Var& condition, const std::function<void(Builder&)>& body);
+  // The same over a sub-block already filled (OpenSubBlock / CloseSubBlock):
+  // for a front end whose blocks are scopes rather than callbacks (Python's
+  // `with loop.block():`).
+  void Go(int sub_block);
+  void While(const Var& condition, int sub_block);
+
+  // Appends a sub-block of the current block and makes it current: the ops
+  // appended next go there, until CloseSubBlock(index) (`index`: what this
+  // returned) makes its parent current again. Sub-blocks nest; they close
+  // innermost first. SubBlock-taking ops (Go, While) then name it.
+  int OpenSubBlock();
+  void CloseSubBlock(int index);
+  // The block ops are appended to now (0: the main block).
+  int current_block() const { return block_; }
   // One case of Select: receive (body gets the value and status), send, or default.
   struct SelectCase {
     enum class Kind { kRecv, kSend, kDefault };

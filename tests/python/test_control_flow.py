@@ -1,0 +1,107 @@
+"""Control flow from Python: Fluid's While (`with loop.block():`), Go and
+channels build the same while, go and channel ops as the C++ Builder, and
+both executors run them to the values a Python loop computes."""
+import numpy as np
+import pytest
+
+import rill
+from rill import layers
+
+KINDS = ["reference", "parallel"]
+
+
+def run(kind, main, fetches):
+    scope = rill.Scope()
+    if kind == "reference":
+        return rill.Executor().run(main, feed={}, fetch_list=fetches, scope=scope)
+    return rill.ParallelExecutor(main, places="cpu", scope=scope).run(feed={}, fetch_list=fetches)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_while_loop_sums_its_counter(kind):
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        i = layers.fill_constant([1], "float32", 0)
+        limit = layers.fill_constant([1], "float32", 10)
+        total = layers.fill_constant([1], "float32", 0)
+        cond = layers.less_than(i, limit)
+        loop = layers.While(cond)
+        with loop.block():
+            layers.assign(total + i, total)
+            layers.increment(i)
+            layers.less_than(i, limit, cond=cond)
+    assert main.num_blocks() == 2
+    assert "while(Condition=[less_than_0.Out])" in main.to_string()
+    got_total, got_i = run(kind, main, [total, i])
+    assert got_total[0] == sum(range(10)) and got_i[0] == 10
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_nested_loops_run_the_inner_body_rows_times_columns(kind):
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        rows = layers.fill_constant([1], "float32", 3)
+        cols = layers.fill_constant([1], "float32", 4)
+        count = layers.fill_constant([1], "float32", 0)
+        r = layers.fill_constant([1], "float32", 0)
+        outer_cond = layers.less_than(r, rows)
+        outer = layers.While(outer_cond)
+        with outer.block():
+            c = layers.fill_constant([1], "float32", 0)
+            inner_cond = layers.less_than(c, cols)
+            inner = layers.While(inner_cond)
+            with inner.block():
+                layers.increment(count)
+                layers.increment(c)
+                layers.less_than(c, cols, cond=inner_cond)
+            layers.increment(r)
+            layers.less_than(r, rows, cond=outer_cond)
+    assert main.num_blocks() == 3
+    (got,) = run(kind, main, [count])
+    assert got[0] == 12
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_go_block_feeds_a_loop_through_a_channel(kind):
+    # A producer sends 1, 2, 3 and closes; the consumer sums until closed.
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        channel = layers.make_channel([1], "float32", capacity=1)
+        with layers.Go():
+            for value in (1, 2, 3):
+                layers.channel_send(channel, layers.fill_constant([1], "float32", value))
+            layers.channel_close(channel)
+        total = layers.fill_constant([1], "float32", 0)
+        value, ok = layers.channel_recv(channel)
+        loop = layers.While(ok)
+        with loop.block():
+            layers.assign(total + value, total)
+            layers.channel_recv(channel, return_value=value, status=ok)
+    (got,) = run(kind, main, [total])
+    assert got[0] == 6
+
+
+def test_a_body_that_raises_appends_no_loop_and_the_program_goes_on():
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        i = layers.fill_constant([1], "float32", 0)
+        cond = layers.less_than(i, layers.fill_constant([1], "float32", 1))
+        with pytest.raises(ValueError):
+            with layers.While(cond).block():
+                layers.increment(i)
+                raise ValueError("in the body")
+        doubled = layers.scale(i, 2.0)  # appended to the main block again
+    text = main.to_string()
+    assert ": while(" not in text and ": scale(X=[fill_constant_0.Out])" in text
+    (got,) = run("reference", main, [doubled])
+    assert got[0] == 0
+
+
+def test_a_condition_of_more_than_one_element_is_refused_by_name():
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        x = layers.fill_constant([2], "float32", 0)
+        cond = layers.less_than(x, layers.fill_constant([2], "float32", 1))
+        with pytest.raises(rill.InvalidArgumentError, match="must have one element"):
+            with layers.While(cond).block():
+                layers.increment(x)
