@@ -229,6 +229,9 @@ void BindBuilder(py::module_& module) {
       .def("current_block", &B::current_block)
       .def("while_op", py::overload_cast<const Var&, int>(&B::While))
       .def("go_op", py::overload_cast<int>(&B::Go))
+      .def("parallel_do_op",
+           py::overload_cast<int, const std::vector<Var>&, int, const std::vector<Var>&>(
+               &B::ParallelDo))
       .def("make_channel",
            [](B& b, const Shape& shape, const std::string& dtype, int capacity) {
              return b.MakeChannel(shape, ParseDataType(dtype), capacity);

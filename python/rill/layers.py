@@ -298,6 +298,49 @@ class Go(_SubBlock):
         super().__init__(builder, builder.go_op)
 
 
+class ParallelDo:
+    """Fluid's ParallelDo: the ops appended inside `with pd.do():` run on
+    `places` places (a count), each on its slice (along the batch) of the
+    inputs it reads through pd.read_input; what pd.write_output names comes
+    back, the places' slices concatenated, from pd(). Parameters made inside
+    are shared by the places. Runs on the actor executor (ParallelExecutor).
+
+        pd = layers.ParallelDo(2)
+        with pd.do():
+            h = layers.fc(pd.read_input(x), size=10)
+            pd.write_output(h)
+        out = pd()
+    """
+
+    def __init__(self, places):
+        self._places = int(places)
+        self._inputs, self._outputs, self._results = [], [], None
+
+    def do(self):
+        builder = current_builder()
+
+        def append(index):
+            made = builder.parallel_do_op(self._places, [v._var for v in self._inputs], index,
+                                          [v._var for v in self._outputs])
+            self._results = [_wrap(var, builder) for var in made]
+
+        return _SubBlock(builder, append)
+
+    def read_input(self, var):
+        """`var`, read by each place as its slice."""
+        self._inputs.append(var)
+        return var
+
+    def write_output(self, var):
+        """Returns `var` (a variable of the block) from the places, concatenated."""
+        self._outputs.append(var)
+
+    def __call__(self):
+        if self._results is None:
+            raise RuntimeError("ParallelDo: call it after its `with pd.do():` block")
+        return self._results[0] if len(self._results) == 1 else self._results
+
+
 def make_channel(shape, dtype="float32", capacity=0):
     """A channel of `capacity` buffered values of `shape` (-1: any size) and
     `dtype`; 0: unbuffered (a send waits for its receive)."""

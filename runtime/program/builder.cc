@@ -391,22 +391,36 @@ int Builder::SubBlock(const std::function<void(Builder&)>& body) {
 std::vector<Var> Builder::ParallelDo(int places, const std::vector<Var>& inputs,
                                      const std::function<std::vector<Var>(Builder&)>& body) {
   RILL_CHECK(places >= 1, kInvalidArgument, "parallel_do needs at least one place, got ", places);
+  std::vector<Var> inner;
+  const int sub = SubBlock([&](Builder& b) { inner = body(b); });
+  return ParallelDo(places, inputs, sub, inner);
+}
+
+std::vector<Var> Builder::ParallelDo(int places, const std::vector<Var>& inputs, int sub_block,
+                                     const std::vector<Var>& outputs) {
+  RILL_CHECK(places >= 1, kInvalidArgument, "parallel_do needs at least one place, got ", places);
+  CheckSubBlock(sub_block, "parallel_do");
   const int parent = block_;
   std::vector<Var> outer;
-  const int sub_index = SubBlock([&](Builder& b) {
-    const std::vector<Var> inner = body(b);
-    // Each inner result is copied to a variable of the enclosing block, which
-    // the places' copies are concatenated into.
-    const std::string prefix = main_->UniqueName("parallel_do");
-    for (size_t i = 0; i < inner.size(); ++i) {
-      Var out{prefix + ".out_" + std::to_string(i), inner[i].shape, inner[i].dtype};
+  // Each inner result is copied (by an assign op at the end of the sub-block)
+  // to a variable of the enclosing block, which the places' copies are
+  // concatenated into.
+  const std::string prefix = main_->UniqueName("parallel_do");
+  block_ = sub_block;
+  try {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      Var out{prefix + ".out_" + std::to_string(i), outputs[i].shape, outputs[i].dtype};
       Declare(main_, out.name, out.shape, out.dtype, parent);
-      AppendOpTo("assign", {{"X", {inner[i]}}}, {{"Out", {out}}});
+      AppendOpTo("assign", {{"X", {outputs[i]}}}, {{"Out", {out}}});
       outer.push_back(out);
     }
-  });
+  } catch (...) {
+    block_ = parent;
+    throw;
+  }
+  block_ = parent;
   AppendOpTo("parallel_do", {{"Inputs", inputs}}, {{"Outputs", outer}}, [&](proto::OpDesc* op) {
-    SetBlockAttr(op, "sub_block", sub_index);
+    SetBlockAttr(op, "sub_block", sub_block);
     SetAttr(op, "places", places);
   });
   return outer;

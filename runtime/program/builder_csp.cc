@@ -15,15 +15,15 @@ void CheckCondition(const Var& condition) {
              "\" must have one element, has shape ", ShapeToString(condition.shape));
 }
 
-// `sub_block` is a block of `program` made under block `parent` (OpenSubBlock).
-void CheckSubBlock(const proto::ProgramDesc& program, int parent, int sub_block, const char* op) {
+}  // namespace
+
+void Builder::CheckSubBlock(int sub_block, const char* op) const {
+  const proto::ProgramDesc& program = main_->desc();
   RILL_CHECK(sub_block > 0 && sub_block < program.blocks_size() &&
-                 program.blocks(sub_block).parent_idx() == parent,
-             kInvalidArgument, op, ": block ", sub_block, " is not a sub-block of block ", parent,
+                 program.blocks(sub_block).parent_idx() == block_,
+             kInvalidArgument, op, ": block ", sub_block, " is not a sub-block of block ", block_,
              " (OpenSubBlock makes one there)");
 }
-
-}  // namespace
 
 Var Builder::Variable(const std::string& name, const Shape& shape, DataType dtype) {
   RILL_CHECK(FindLocalVarDesc(main_->desc().mutable_blocks(block_), name) == nullptr,
@@ -68,7 +68,7 @@ void Builder::ChannelClose(const Var& channel) {
 void Builder::Go(const std::function<void(Builder&)>& body) { Go(SubBlock(body)); }
 
 void Builder::Go(int sub_block) {
-  CheckSubBlock(main_->desc(), block_, sub_block, "go");
+  CheckSubBlock(sub_block, "go");
   AppendOpTo("go", {}, {}, [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub_block); });
 }
 
@@ -79,7 +79,7 @@ void Builder::While(const Var& condition, const std::function<void(Builder&)>& b
 
 void Builder::While(const Var& condition, int sub_block) {
   CheckCondition(condition);
-  CheckSubBlock(main_->desc(), block_, sub_block, "while");
+  CheckSubBlock(sub_block, "while");
   AppendOpTo("while", {{"Condition", {condition}}}, {},
              [&](proto::OpDesc* op) { SetBlockAttr(op, "sub_block", sub_block); });
 }

@@ -105,3 +105,23 @@ def test_a_condition_of_more_than_one_element_is_refused_by_name():
         with pytest.raises(rill.InvalidArgumentError, match="must have one element"):
             with layers.While(cond).block():
                 layers.increment(x)
+
+
+def test_parallel_do_gives_what_the_layers_give_on_the_whole_batch():
+    main, startup = rill.Program(), rill.Program()
+    main.random_seed = 3
+    with rill.program_guard(main, startup):
+        x = layers.data("x", shape=[4])
+        pd = layers.ParallelDo(2)
+        with pd.do():
+            h = layers.fc(pd.read_input(x), size=3, act="tanh")
+            pd.write_output(h)
+        out = pd()
+    assert ": parallel_do(Inputs=[x])" in main.to_string()
+    scope = rill.Scope()
+    rill.Executor().run(startup, scope=scope)
+    data = np.random.RandomState(0).randn(6, 4).astype(np.float32)
+    exe = rill.ParallelExecutor(main, places="cpu", scope=scope)
+    (got,) = exe.run(feed={"x": data}, fetch_list=[out])
+    weight, bias = scope.get("fc_0.w"), scope.get("fc_0.b")
+    np.testing.assert_allclose(got, np.tanh(data @ weight + bias), rtol=1e-5, atol=1e-6)

@@ -214,6 +214,10 @@ class Builder {
   //   });
   std::vector<Var> ParallelDo(int places, const std::vector<Var>& inputs,
                               const std::function<std::vector<Var>(Builder&)>& body);
+  // The same over a sub-block already filled (OpenSubBlock / CloseSubBlock)
+  // whose results are `outputs` (variables of that block).
+  std::vector<Var> ParallelDo(int places, const std::vector<Var>& inputs, int sub_block,
+                              const std::vector<Var>& outputs);
 
   // placeable_block: `body` appends ops to a new sub-block placed on a
   // parameter server (placement PSERVER, index -1: the distribute transpiler
@@ -293,6 +297,8 @@ class Builder {
  private:
   // Appends a sub-block of the current block, fills it with `body`, returns its index.
   int SubBlock(const std::function<void(Builder&)>& body);
+  // Throws naming `op` unless `sub_block` is a sub-block of the current block.
+  void CheckSubBlock(int sub_block, const char* op) const;
   proto::VarDesc* Declare(Program* program, const std::string& name, const Shape& shape,
                           DataType dtype, int block_index = 0);
   void AppendInitializer(const Var& var, Initializer init);
