@@ -365,28 +365,29 @@ def test_ctrl_c_stops_a_reference_step_between_ops():
     assert np.isfinite(value).all()
 
 
-def test_ctrl_c_ends_a_wait_for_run_async_and_the_executor_goes_on():
+def parallel_slow_step():
+    """An actor executor over slow_program, the big feed and how long one
+    step on it takes."""
     main, scope, out = slow_program()
     exe = rill.ParallelExecutor(main, places="cpu", scope=scope)
     big = {"x": np.ones((2048, 1024), np.float32)}
     start = time.perf_counter()
     exe.run(feed=big, fetch_list=[out])
-    whole = time.perf_counter() - start
+    return exe, out, big, time.perf_counter() - start
+
+
+def test_ctrl_c_ends_a_wait_for_run_async_and_the_executor_goes_on():
+    exe, out, big, whole = parallel_slow_step()
     pending = exe.run_async(feed=big, fetch_list=[out])
     took = seconds_until_interrupted(pending.result, after=whole / 4)
-    assert took < 0.5, f"the wait ended {took:.2f} s after the signal (a step: {whole:.2f} s)"
+    assert took < 1.0, f"the wait ended {took:.2f} s after the signal (a step: {whole:.2f} s)"
     # The interrupted step finishes on its own; the next ones run.
     (value,) = exe.run(feed={"x": np.ones((2, 1024), np.float32)}, fetch_list=[out])
     assert np.isfinite(value).all()
 
 
 def test_ctrl_c_during_a_parallel_run_raises_when_the_step_ends():
-    main, scope, out = slow_program()
-    exe = rill.ParallelExecutor(main, places="cpu", scope=scope)
-    big = {"x": np.ones((2048, 1024), np.float32)}
-    start = time.perf_counter()
-    exe.run(feed=big, fetch_list=[out])
-    whole = time.perf_counter() - start
+    exe, out, big, whole = parallel_slow_step()
     seconds_until_interrupted(lambda: exe.run(feed=big, fetch_list=[out]), after=whole / 4)
     (value,) = exe.run(feed={"x": np.ones((2, 1024), np.float32)}, fetch_list=[out])
     assert np.isfinite(value).all()
