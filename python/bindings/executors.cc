@@ -119,7 +119,8 @@ std::vector<Place> PlacesFrom(const py::object& places) {
 }
 
 // The reference executor, with one prepared block per (program, scope) it has
-// run. A program changed since it was prepared (compared by its encoding) is
+// run. A program changed since it was prepared (Program::generation: every
+// mutable access to its desc counts) is
 // prepared again. An entry holds the Python program and scope, so neither
 // dies while the executor can still run them. Python threads may share it:
 // their runs take turns.
@@ -148,11 +149,10 @@ class PythonExecutor {
     const Program& program = program_object.cast<const Program&>();
     Scope& scope = scope_object.cast<Scope&>();
     Entry& entry = entries_[{&program, &scope}];
-    std::string encoding = program.desc().SerializeAsString();
-    if (!entry.block || entry.encoding != encoding) {
+    if (!entry.block || entry.generation != program.generation()) {
       entry = {};
       entry.block = executor_.Prepare(program.desc(), &scope);
-      entry.encoding = std::move(encoding);
+      entry.generation = program.generation();
       entry.program = program_object;
       entry.scope = scope_object;
     }
@@ -172,7 +172,7 @@ class PythonExecutor {
  private:
   struct Entry {
     std::unique_ptr<PreparedBlock> block;
-    std::string encoding;
+    uint64_t generation = 0;  // Program::generation() when prepared
     py::object program, scope;
   };
   std::mutex mutex_;  // held by the one thread running a step

@@ -18,12 +18,20 @@ class Program {
   explicit Program(proto::ProgramDesc desc) : desc_(std::move(desc)) {}
 
   const proto::ProgramDesc& desc() const { return desc_; }
-  proto::ProgramDesc& desc() { return desc_; }
-  proto::BlockDesc* root() { return desc_.mutable_blocks(0); }
+  // Each mutable access counts as a change (generation()).
+  proto::ProgramDesc& desc() {
+    ++generation_;
+    return desc_;
+  }
+  proto::BlockDesc* root() { return desc().mutable_blocks(0); }
+  // Goes up whenever the program may have changed (every mutable access to
+  // its desc): what a runner that keeps something prepared from the program
+  // compares, instead of the whole encoding, to see whether it still holds.
+  uint64_t generation() const { return generation_; }
 
   // "fc" -> "fc_0", then "fc_1", ...
   std::string UniqueName(const std::string& prefix);
-  void set_random_seed(uint64_t seed) { desc_.set_random_seed(seed); }
+  void set_random_seed(uint64_t seed) { desc().set_random_seed(seed); }
 
   // A copy for evaluation: every op with an is_test attribute (dropout,
   // batch_norm) switched to its inference behaviour.
@@ -32,6 +40,7 @@ class Program {
  private:
   proto::ProgramDesc desc_;
   std::map<std::string, int> name_counters_;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace rill
