@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -239,7 +240,29 @@ void BindBuilder(py::module_& module) {
       .def("channel_send", &B::ChannelSend)
       .def("channel_recv", &B::ChannelRecv)
       .def("channel_recv_into", &B::ChannelRecvInto)
-      .def("channel_close", &B::ChannelClose);
+      .def("channel_close", &B::ChannelClose)
+      .def("select_recv_vars", &B::SelectRecvVars)
+      // cases: (kind "recv" | "send" | "default", channel, value, out, status,
+      // block) each, None where a kind has none (layers.Select).
+      .def("select_op",
+           [](B& b,
+              const std::vector<std::tuple<std::string, std::optional<Var>, std::optional<Var>,
+                                           std::optional<Var>, std::optional<Var>, int>>& cases) {
+             std::vector<B::SelectBlock> blocks;
+             for (const auto& [kind, channel, value, out, status, block] : cases) {
+               B::SelectBlock c;
+               c.kind = kind == "recv"   ? B::SelectCase::Kind::kRecv
+                        : kind == "send" ? B::SelectCase::Kind::kSend
+                                         : B::SelectCase::Kind::kDefault;
+               c.channel = channel.value_or(Var{});
+               c.value = value.value_or(Var{});
+               c.out = out.value_or(Var{});
+               c.status = status.value_or(Var{});
+               c.block = block;
+               blocks.push_back(std::move(c));
+             }
+             b.Select(blocks);
+           });
 }
 
 void BindTraining(py::module_& module) {

@@ -341,6 +341,58 @@ class ParallelDo:
         return self._results[0] if len(self._results) == 1 else self._results
 
 
+class Select:
+    """Fluid's Select: of its cases, the first whose channel can go on runs
+    (or `default` when none can), once.
+
+        with layers.Select() as select:
+            with select.case(layers.channel_recv, ch) as (value, ok):
+                layers.assign(value, got)
+            with select.case(layers.channel_send, out, x):
+                pass
+            with select.default():
+                layers.assign(minus_one, got)
+
+    A receive case gives the received value and its status (1, or 0 when the
+    channel is closed) to its block."""
+
+    def __enter__(self):
+        self._builder = current_builder()
+        self._cases = []
+        return self
+
+    def case(self, action, channel, value=None):
+        """A case that receives from `channel` (action layers.channel_recv;
+        `with ... as (value, status)`) or sends `value` to it (channel_send)."""
+        if action is channel_recv:
+            out, status = self._builder.select_recv_vars(channel._var)
+            return self._case("recv", channel._var, None, out, status)
+        if action is channel_send:
+            return self._case("send", channel._var, value._var, None, None)
+        raise ValueError("Select.case takes layers.channel_recv or layers.channel_send")
+
+    def default(self):
+        """The case that runs when no other can go on."""
+        return self._case("default", None, None, None, None)
+
+    @contextlib.contextmanager
+    def _case(self, kind, channel, value, out, status):
+        index = self._builder.open_sub_block()
+        try:
+            if kind == "recv":
+                yield _wrap(out, self._builder), _wrap(status, self._builder)
+            else:
+                yield None
+        finally:
+            self._builder.close_sub_block(index)
+        self._cases.append((kind, channel, value, out, status, index))
+
+    def __exit__(self, kind, value, traceback):
+        if kind is None:
+            self._builder.select_op(self._cases)
+        return False
+
+
 def make_channel(shape, dtype="float32", capacity=0):
     """A channel of `capacity` buffered values of `shape` (-1: any size) and
     `dtype`; 0: unbuffered (a send waits for its receive)."""

@@ -1,5 +1,7 @@
 // Builder methods for channels, go blocks, while loops and select.
 #include <algorithm>
+#include <tuple>
+#include <utility>
 
 #include "rill/builder.h"
 #include "rill/op_desc.h"
@@ -103,22 +105,38 @@ Builder::SelectCase Builder::SelectCase::Default(std::function<void(Builder&)> b
 
 void Builder::Select(const std::vector<SelectCase>& cases) {
   RILL_CHECK(!cases.empty(), kInvalidArgument, "select needs at least one case");
-  const std::string prefix = main_->UniqueName("select");
+  std::vector<SelectBlock> blocks;
+  for (const SelectCase& c : cases) {
+    SelectBlock s{c.kind, c.channel, c.value, {}, {}, -1};
+    if (c.kind == SelectCase::Kind::kRecv) std::tie(s.out, s.status) = SelectRecvVars(c.channel);
+    s.block = SubBlock([&](Builder& b) {
+      if (c.body) c.body(b, s.out, s.status);
+    });
+    blocks.push_back(std::move(s));
+  }
+  Select(blocks);
+}
+
+std::pair<Var, Var> Builder::SelectRecvVars(const Var& channel) {
+  const std::string prefix = main_->UniqueName("select_recv");
+  Var out{prefix + ".Out", channel.shape, channel.dtype};
+  Var status{prefix + ".Status", {1}, DataType::kInt32};
+  Declare(main_, out.name, out.shape, out.dtype, block_);
+  Declare(main_, status.name, status.shape, status.dtype, block_);
+  return {out, status};
+}
+
+void Builder::Select(const std::vector<SelectBlock>& cases) {
+  RILL_CHECK(!cases.empty(), kInvalidArgument, "select needs at least one case");
   std::vector<std::string> kinds;
   std::vector<Var> channels, values, outs, statuses;
-  std::vector<int> blocks;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const SelectCase& c = cases[i];
-    Var out, status;
+  for (const SelectBlock& c : cases) {
+    CheckSubBlock(c.block, "select");
     if (c.kind == SelectCase::Kind::kRecv) {
       kinds.push_back("recv");
-      out = Var{StrCat(prefix, ".case_", i, ".Out"), c.channel.shape, c.channel.dtype};
-      status = Var{StrCat(prefix, ".case_", i, ".Status"), {1}, DataType::kInt32};
-      Declare(main_, out.name, out.shape, out.dtype, block_);
-      Declare(main_, status.name, status.shape, status.dtype, block_);
       channels.push_back(c.channel);
-      outs.push_back(out);
-      statuses.push_back(status);
+      outs.push_back(c.out);
+      statuses.push_back(c.status);
     } else if (c.kind == SelectCase::Kind::kSend) {
       kinds.push_back("send");
       channels.push_back(c.channel);
@@ -126,16 +144,13 @@ void Builder::Select(const std::vector<SelectCase>& cases) {
     } else {
       kinds.push_back("default");
     }
-    blocks.push_back(SubBlock([&](Builder& b) {
-      if (c.body) c.body(b, out, status);
-    }));
   }
   AppendOpTo("select", {{"Channels", channels}, {"X", values}},
              {{"Out", outs}, {"Status", statuses}, {"ChannelsOut", channels}},
              [&](proto::OpDesc* op) {
                SetAttr(op, "case_kinds", kinds);
                auto* list = MutableAttr(op, "case_blocks")->mutable_blocks();
-               for (int b : blocks) list->add_values(b);
+               for (const SelectBlock& c : cases) list->add_values(c.block);
              });
 }
 

@@ -125,3 +125,30 @@ def test_parallel_do_gives_what_the_layers_give_on_the_whole_batch():
     (got,) = exe.run(feed={"x": data}, fetch_list=[out])
     weight, bias = scope.get("fc_0.w"), scope.get("fc_0.b")
     np.testing.assert_allclose(got, np.tanh(data @ weight + bias), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_select_runs_the_case_that_can_go_on(kind):
+    # A ready receive wins over default; with nothing ready, default runs; a
+    # send case delivers into a buffered channel (as csp_ops_test does in C++).
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        full = layers.make_channel([1], "float32", capacity=1)
+        empty = layers.make_channel([1], "float32", capacity=1)
+        sink = layers.make_channel([1], "float32", capacity=1)
+        layers.channel_send(full, layers.fill_constant([1], "float32", 5))
+        first = layers.fill_constant([1], "float32", 0)
+        second = layers.fill_constant([1], "float32", 0)
+        for channel, into in ((full, first), (empty, second)):
+            with layers.Select() as select:
+                with select.case(layers.channel_recv, channel) as (value, ok):
+                    layers.assign(value, into)
+                with select.default():
+                    layers.assign(layers.fill_constant([1], "float32", -1), into)
+        with layers.Select() as select:
+            with select.case(layers.channel_send, sink, layers.fill_constant([1], "float32", 9)):
+                pass
+        sent, _ = layers.channel_recv(sink)
+    assert main.to_string().count(": select(") == 3
+    got_first, got_second, got_sent = run(kind, main, [first, second, sent])
+    assert (got_first[0], got_second[0], got_sent[0]) == (5, -1, 9)

@@ -281,6 +281,19 @@ class Builder {
     static SelectCase Default(std::function<void(Builder&)> body);
   };
   void Select(const std::vector<SelectCase>& cases);
+  // The same over sub-blocks already filled (OpenSubBlock / CloseSubBlock),
+  // one per case in order (Python's `with select.case(...)`). A receive
+  // case's value and status are variables SelectRecvVars declared in this
+  // block before its sub-block was opened.
+  struct SelectBlock {
+    SelectCase::Kind kind = SelectCase::Kind::kDefault;
+    Var channel;
+    Var value;        // send: the value sent
+    Var out, status;  // receive: from SelectRecvVars
+    int block = -1;
+  };
+  std::pair<Var, Var> SelectRecvVars(const Var& channel);
+  void Select(const std::vector<SelectBlock>& cases);
   // -- input pipelines ----------------------------------------------------------
   // A variable of kind READER: the trainer sets an InputPipeline in the scope under `name`.
   Var Reader(const std::string& name);
