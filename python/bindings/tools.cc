@@ -60,10 +60,85 @@ void BindTraceFiles(py::module_& module) {
   module.attr("visualizer_page_installed") = RILL_VISUALIZER_INSTALLED;
 }
 
+// An op whose CPU kernel is a Python function: kernel(**{input slot: ndarray})
+// returns the output's ndarray, or {output slot: ndarray} for several. Its
+// shapes come from infer_shape(**{input slot: (shape, dtype)}) -> {output
+// slot: (shape, dtype)}, or, when that is None, every output is shaped like
+// the first input. Executor threads take the GIL to call them (a step runs
+// without it). Inputs are copies, outputs are copied in. No gradient.
+void RegisterPythonOp(const std::string& type, const std::vector<std::string>& inputs,
+                      const std::vector<std::string>& outputs, const py::function& kernel,
+                      const py::object& infer_shape, const std::string& doc) {
+  RILL_CHECK(!inputs.empty() && !outputs.empty(), kInvalidArgument, "op ", type,
+             ": a Python op needs an input and an output");
+  // Never destroyed: the op registry outlives the interpreter.
+  const auto* run = new py::object(kernel);
+  const auto* shapes = new py::object(infer_shape);
+  OpSchema schema(type);
+  schema.Doc(doc.empty() ? "an op whose kernel is a Python function" : doc);
+  for (const std::string& slot : inputs) schema.Input(slot, "input", kNoGradient);
+  for (const std::string& slot : outputs) schema.Output(slot, "output", kNoGradient);
+  schema.InferShape([=](ShapeContext& ctx) {
+    py::gil_scoped_acquire gil;
+    if (shapes->is_none()) {
+      for (const std::string& slot : outputs) {
+        ctx.SetOutput(slot, ctx.InputShape(inputs[0]), ctx.InputType(inputs[0]));
+      }
+      return;
+    }
+    py::dict given;
+    for (const std::string& slot : inputs) {
+      given[py::str(slot)] =
+          py::make_tuple(ctx.InputShape(slot), DataTypeName(ctx.InputType(slot)));
+    }
+    try {
+      const py::dict made = (*shapes)(**given);
+      for (const std::string& slot : outputs) {
+        const py::tuple out = made[py::str(slot)];
+        ctx.SetOutput(slot, out[0].cast<Shape>(), ParseDataType(out[1].cast<std::string>()));
+      }
+    } catch (const py::error_already_set& error) {
+      Fail(ErrorCode::kInvalidArgument, "the Python shape function of op ", type,
+           " raised: ", error.what());
+    } catch (const py::cast_error& error) {
+      Fail(ErrorCode::kInvalidArgument, "the Python shape function of op ", type,
+           " must return {output slot: (shape, dtype)}: ", error.what());
+    }
+  });
+  schema.CpuKernel([=](KernelContext& ctx) {
+    py::gil_scoped_acquire gil;
+    py::dict given;
+    for (const std::string& slot : inputs) given[py::str(slot)] = ArrayFromTensor(ctx.Input(slot));
+    try {
+      py::object made = (*run)(**given);
+      if (outputs.size() == 1 && !py::isinstance<py::dict>(made)) {
+        *ctx.Output(outputs[0]) = TensorFromArray(outputs[0], py::array::ensure(made));
+        return;
+      }
+      const py::dict by_slot = made;
+      for (const std::string& slot : outputs) {
+        *ctx.Output(slot) = TensorFromArray(slot, py::array::ensure(by_slot[py::str(slot)]));
+      }
+    } catch (const py::error_already_set& error) {
+      Fail(ErrorCode::kInvalidArgument, "the Python kernel of op ", type,
+           " raised: ", error.what());
+    } catch (const py::cast_error& error) {
+      Fail(ErrorCode::kInvalidArgument, "the Python kernel of op ", type,
+           " must return an ndarray, or {output slot: ndarray}: ", error.what());
+    }
+  });
+  std::vector<OpSchema> schemas;
+  schemas.push_back(std::move(schema));
+  RegisterOps(std::move(schemas));
+}
+
 void BindPlugins(py::module_& module) {
   module.def("load_plugin", &LoadPlugin, py::arg("path"), ReleaseGil(),
              "Loads a plugin library of ops (rill/plugin.h); returns the op types it "
              "registered.");
+  module.def("register_python_op", &RegisterPythonOp, py::arg("type"), py::arg("inputs"),
+             py::arg("outputs"), py::arg("kernel"), py::arg("infer_shape"), py::arg("doc"),
+             "Registers an op whose CPU kernel is a Python function (rill.register_op).");
 }
 
 // The next batch of place 0, or None at the end of the epoch.

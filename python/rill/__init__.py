@@ -30,7 +30,8 @@ from rill._core import (Error, InvalidArgumentError, NotFoundError, OutOfRangeEr
                         UnimplementedError, InternalError, IoError, TimeoutError, UnavailableError,
                         CancelledError, Scope, version)
 from rill.framework import (Program, Variable, program_guard, default_main_program,
-                            default_startup_program, load_program, save_program, load_plugin)
+                            default_startup_program, load_program, save_program, load_plugin,
+                            register_op)
 from rill import layers
 from rill import optimizer
 from rill.optimizer import SGD, Momentum, Adam, append_backward
@@ -46,6 +47,6 @@ __all__ = [
     "CancelledError", "Scope", "Program", "Variable", "program_guard", "default_main_program",
     "default_startup_program", "load_program", "save_program", "layers", "optimizer", "SGD",
     "Momentum", "Adam", "append_backward", "Executor", "ParallelExecutor", "global_scope",
-    "save_checkpoint", "load_checkpoint", "version", "trace", "datasets", "load_plugin",
+    "save_checkpoint", "load_checkpoint", "version", "trace", "datasets", "load_plugin", "register_op",
     "distributed"
 ]

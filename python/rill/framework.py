@@ -118,6 +118,22 @@ def load_program(path):
     return Program.load(path)
 
 
+def register_op(type, inputs, outputs, kernel, infer_shape=None, doc=""):
+    """Registers op `type` whose CPU kernel is the Python function `kernel`,
+    for programs of this process (append it with rill.layers.append_op):
+    kernel(**{input slot: ndarray}) returns the output (one output slot) or
+    {output slot: ndarray}. infer_shape(**{input slot: (shape, dtype)})
+    returns {output slot: (shape, dtype)} (-1 for the batch); without it
+    every output has the first input's shape and dtype. Executor threads take
+    the GIL to call them; the op has no gradient. An exception in either comes
+    back from the run as rill.InvalidArgumentError naming the op; a type that
+    exists is refused.
+
+        rill.register_op("cube", ["X"], ["Out"], lambda X: X ** 3)
+    """
+    _core.register_python_op(type, list(inputs), list(outputs), kernel, infer_shape, doc)
+
+
 def load_plugin(path):
     """Loads a plugin library of custom ops (a shared library with a
     RILL_PLUGIN block, rill/plugin.h; `rill --plugin` in the command) so that

@@ -1,0 +1,76 @@
+"""rill.register_op: an op whose kernel (and shape function) are Python
+functions runs in programs on both executors with the numbers numpy computes;
+what it raises comes back as rill.InvalidArgumentError naming the op."""
+import numpy as np
+import pytest
+
+import rill
+from rill import layers
+
+KINDS = ["reference", "parallel"]
+
+rill.register_op("py_test_cube", ["X"], ["Out"], lambda X: X ** 3)
+rill.register_op(
+    "py_test_row_stats", ["X"], ["Sum", "Max"],
+    lambda X: {"Sum": X.sum(axis=1, keepdims=True), "Max": X.max(axis=1, keepdims=True)},
+    infer_shape=lambda X: {"Sum": ([X[0][0], 1], X[1]), "Max": ([X[0][0], 1], X[1])})
+
+
+def fail(X):
+    raise ValueError("the kernel refuses")
+
+
+rill.register_op("py_test_fail", ["X"], ["Out"], fail)
+
+
+def run(kind, main, startup, feed, fetches):
+    scope = rill.Scope()
+    rill.Executor().run(startup, scope=scope)
+    if kind == "reference":
+        return rill.Executor().run(main, feed=feed, fetch_list=fetches, scope=scope)
+    return rill.ParallelExecutor(main, places="cpu:2", scope=scope).run(feed=feed,
+                                                                         fetch_list=fetches)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_python_kernels_compute_what_numpy_does(kind):
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        x = layers.data("x", shape=[3])
+        cubed = layers.append_op("py_test_cube", inputs={"X": x}, outputs={"Out": 1})
+        total, largest = layers.append_op("py_test_row_stats", inputs={"X": cubed + x},
+                                          outputs={"Sum": 1, "Max": 1})
+    assert list(total.shape) == [-1, 1] and list(largest.shape) == [-1, 1]
+    data = np.random.RandomState(1).randn(4, 3).astype(np.float32)
+    got_cubed, got_total, got_largest = run(kind, main, startup, {"x": data},
+                                            [cubed, total, largest])
+    np.testing.assert_allclose(got_cubed, data ** 3, rtol=1e-6)
+    both = data ** 3 + data
+    np.testing.assert_allclose(got_total, both.sum(axis=1, keepdims=True), rtol=1e-5)
+    np.testing.assert_allclose(got_largest, both.max(axis=1, keepdims=True), rtol=1e-6)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_raising_kernel_raises_naming_the_op_every_step(kind):
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        x = layers.data("x", shape=[3])
+        out = layers.append_op("py_test_fail", inputs={"X": x}, outputs={"Out": 1})
+    scope = rill.Scope()
+    if kind == "reference":
+        exe = rill.Executor()
+        step = lambda: exe.run(main, feed=data, fetch_list=[out], scope=scope)  # noqa: E731
+    else:
+        exe = rill.ParallelExecutor(main, places="cpu:2", scope=scope)
+        step = lambda: exe.run(feed=data, fetch_list=[out])  # noqa: E731
+    data = {"x": np.ones((2, 3), np.float32)}
+    for _ in range(2):  # the executor stays usable: the next step fails the same way
+        with pytest.raises(rill.InvalidArgumentError, match="py_test_fail raised: ValueError"):
+            step()
+
+
+def test_a_type_that_exists_is_refused():
+    with pytest.raises(rill.InvalidArgumentError, match="py_test_cube"):
+        rill.register_op("py_test_cube", ["X"], ["Out"], lambda X: X)
+    with pytest.raises(rill.InvalidArgumentError, match="mul"):
+        rill.register_op("mul", ["X"], ["Out"], lambda X: X)
