@@ -119,11 +119,10 @@ std::vector<Place> PlacesFrom(const py::object& places) {
 }
 
 // The reference executor, with one prepared block per (program, scope) it has
-// run. A program changed since it was prepared (Program::generation: every
-// mutable access to its desc counts) is
-// prepared again. An entry holds the Python program and scope, so neither
-// dies while the executor can still run them. Python threads may share it:
-// their runs take turns.
+// run. A program changed since it was prepared (its Program::generation moved:
+// every mutable access to its desc counts) is prepared again. An entry holds
+// the Python program and scope, so neither dies while the executor can still
+// run them. Python threads may share it: their runs take turns.
 class PythonExecutor {
  public:
   explicit PythonExecutor(const std::string& place) : executor_(Place::Parse(place)) {
