@@ -152,3 +152,15 @@ def test_select_runs_the_case_that_can_go_on(kind):
     assert main.to_string().count(": select(") == 3
     got_first, got_second, got_sent = run(kind, main, [first, second, sent])
     assert (got_first[0], got_second[0], got_sent[0]) == (5, -1, 9)
+
+
+def test_a_select_case_of_another_action_is_refused():
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        channel = layers.make_channel([1], "float32", capacity=1)
+        with layers.Select() as select:
+            with pytest.raises(ValueError, match="channel_recv or layers.channel_send"):
+                select.case(layers.channel_close, channel)
+            with select.default():
+                pass
+    assert main.to_string().count(": select(") == 1

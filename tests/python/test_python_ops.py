@@ -74,3 +74,27 @@ def test_a_type_that_exists_is_refused():
         rill.register_op("py_test_cube", ["X"], ["Out"], lambda X: X)
     with pytest.raises(rill.InvalidArgumentError, match="mul"):
         rill.register_op("mul", ["X"], ["Out"], lambda X: X)
+
+
+def test_a_raising_shape_function_is_refused_where_the_op_is_appended():
+    def no_shapes(X):
+        raise ValueError("no shapes today")
+
+    rill.register_op("py_test_no_shapes", ["X"], ["Out"], lambda X: X, infer_shape=no_shapes)
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        x = layers.data("x", shape=[3])
+        with pytest.raises(rill.InvalidArgumentError,
+                           match="shape function of op py_test_no_shapes raised: ValueError"):
+            layers.append_op("py_test_no_shapes", inputs={"X": x}, outputs={"Out": 1})
+
+
+def test_a_kernel_that_leaves_out_an_output_is_refused_naming_the_op():
+    rill.register_op("py_test_half", ["X"], ["A", "B"], lambda X: {"A": X})
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        x = layers.data("x", shape=[3])
+        a, b = layers.append_op("py_test_half", inputs={"X": x}, outputs={"A": 1, "B": 1})
+    with pytest.raises(rill.InvalidArgumentError,
+                       match="kernel of op py_test_half raised: KeyError"):
+        run("reference", main, startup, {"x": np.ones((2, 3), np.float32)}, [a, b])
