@@ -121,14 +121,14 @@ run() {
   }
   local bin=$root/bin
   step "cuda_device_test" 60 "$bin/cuda_device_test"
-  step "cuda_executor_test" 120 "$bin/cuda_executor_test"
-  step "op_agreement_test" 120 "$bin/op_agreement_test"
+  step "cuda_executor_test" 90 "$bin/cuda_executor_test"
+  step "op_agreement_test" 90 "$bin/op_agreement_test"
   local train=("$bin/rill" train --json)
-  step "train mlp 5 epochs on cuda:0" 90 "${train[@]}" --model mlp --epochs 5 --places cuda:0
-  step "train mlp 5 epochs on cpu" 90 "${train[@]}" --model mlp --epochs 5 --places cpu
-  step "train cnn 1 epochs on cuda:0" 90 "${train[@]}" --model cnn --epochs 1 --places cuda:0
+  step "train mlp 5 epochs on cuda:0" 60 "${train[@]}" --model mlp --epochs 5 --places cuda:0
+  step "train mlp 5 epochs on cpu" 60 "${train[@]}" --model mlp --epochs 5 --places cpu
+  step "train cnn 1 epochs on cuda:0" 60 "${train[@]}" --model cnn --epochs 1 --places cuda:0
   # The CNN's CPU epoch is run on the CPU machine beforehand (same seed): here only its speed.
-  step "train cnn on cpu, 200 steps (speed)" 90 "${train[@]}" --model cnn --epochs 1 \
+  step "train cnn on cpu, 200 steps (speed)" 45 "${train[@]}" --model cnn --epochs 1 \
     --max-steps 200 --places cpu
   step "trace of GPU steps" 45 "$bin/rill" train --model cnn --epochs 1 --max-steps 60 --places cuda:0 \
     --trace "$root/trace.json" --trace-skip 20 --trace-steps 10
@@ -136,11 +136,11 @@ run() {
     gzip -c "$root/trace.json" >"$logs/trace.json.gz"
   step "gpu_train_benchmark (rill, cuda:0)" 90 "$bin/gpu_train_benchmark" cuda:0 3 mlp,cnn 64,256
   step "torch on the same GPU" 90 python3 tools/bench/torch_gpu_models.py --device cuda --seconds 3 \
-    --models mlp,cnn --batches 64,256
+    --adam fused --models mlp,cnn --batches 64,256
   if command -v compute-sanitizer >/dev/null; then
-    step "compute-sanitizer memcheck cuda_device_test" 120 compute-sanitizer --error-exitcode 1 \
+    step "compute-sanitizer memcheck cuda_device_test" 60 compute-sanitizer --error-exitcode 1 \
       "$bin/cuda_device_test"
-    step "compute-sanitizer memcheck MLP on cuda:0" 90 compute-sanitizer --error-exitcode 1 \
+    step "compute-sanitizer memcheck MLP on cuda:0" 60 compute-sanitizer --error-exitcode 1 \
       "$bin/cuda_executor_test" --gtest_filter='*MlpOnCuda0*'
   fi
   step "device-protocol tests (device_stream_test)" 30 "$bin/device_stream_test"

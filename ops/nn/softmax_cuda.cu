@@ -143,7 +143,10 @@ __global__ void SoftmaxWithCrossEntropyKernel(const T* logits, const T* soft_lab
     const T label_dot = shared_label_dot;
     const bool bad = shared_bad;
     __syncthreads();    // all have read the shared values before the next row writes them
-    if (bad) continue;  // the glue throws
+    if (bad) {  // the glue reports it at the stream's Synchronize; the row adds nothing
+      if (threadIdx.x == 0) loss[r] = T(0);
+      continue;
+    }
     if (cols == 0) {    // soft labels only: nothing to predict, no loss
       if (threadIdx.x == 0) loss[r] = T(0);
       continue;
@@ -190,8 +193,9 @@ __global__ void HardLabelGradKernel(const T* softmax, const int64_t* label, cons
     const int64_t r = i / cols;
     const int64_t j = i - r * cols;
     const int64_t l = label[r];
-    if (l < 0 || l >= cols) {
+    if (l < 0 || l >= cols) {  // reported later (the glue); no gradient from this row
       if (j == 0) NoteBadRow(bad_row, r);
+      dlogits[i] = T(0);
       continue;
     }
     const T d = dloss[r];
@@ -230,8 +234,9 @@ __global__ void HardCrossEntropyKernel(const T* x, const int64_t* label, T* y, i
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows;
        r += int64_t{blockDim.x} * gridDim.x) {
     const int64_t l = label[r];
-    if (l < 0 || l >= cols) {
+    if (l < 0 || l >= cols) {  // reported later (the glue); the row adds nothing
       NoteBadRow(bad_row, r);
+      y[r] = T(0);
       continue;
     }
     y[r] = -LogOf(MaxOf(x[r * cols + l], MinProbability<T>()));

@@ -6,8 +6,11 @@
 // softmax_cuda.cu.
 //
 // Hard labels are checked on the device: the kernels record the first row
-// whose label is outside [0, C), and the glue copies that back (a wait on the
-// stream) and throws the CPU kernels' error for it.
+// whose label is outside [0, C), and the glue reads that back when the stream
+// is synchronized (the iteration's end, not a wait mid-step) and throws the
+// CPU kernels' error for it, naming the op. Unlike on the CPU, where the
+// iteration stops at the op, the rest of that iteration has run by then, with
+// zero loss and zero gradient from the bad rows (never uninitialized memory).
 #include "ops/nn/softmax_axis_cuda.h"
 #include "ops/nn/softmax_cuda.h"
 #include "ops/nn/softmax_util.h"
@@ -26,21 +29,25 @@ class BadLabelRow {
   }
   int64_t* get() { return flag_.initialized() ? flag_.mutable_data<int64_t>() : nullptr; }
 
-  // Waits for the stream, then throws the CPU kernels' error for the first
-  // row whose label was out of range, if any.
+  // Throws the CPU kernels' error for the first row whose label was out of
+  // range, if any, once the stream has run the kernel: at its next
+  // Synchronize (CudaStream::AtSynchronize), so the host does not wait here.
   void Check(const Tensor& label, int64_t cols, const char* op) {
     if (!flag_.initialized()) return;
-    const cudaStream_t stream = CudaStream::Current();
-    int64_t row = cuda::kNoBadLabelRow;
-    CheckCuda(
-        cudaMemcpyAsync(&row, flag_.data<int64_t>(), sizeof(row), cudaMemcpyDeviceToHost, stream),
-        StrCat(op, ": label check copy"));
-    CheckCuda(cudaStreamSynchronize(stream), StrCat(op, ": label check"));
-    if (row == cuda::kNoBadLabelRow) return;
-    int64_t l = 0;
-    CheckCuda(cudaMemcpy(&l, label.data<int64_t>() + row, sizeof(l), cudaMemcpyDeviceToHost),
-              StrCat(op, ": label copy"));
-    CheckHardLabel(row, l, cols);
+    CudaStream::AtSynchronize([flag = flag_, label, cols, op] {
+      int64_t row = cuda::kNoBadLabelRow;
+      CheckCuda(cudaMemcpy(&row, flag.data<int64_t>(), sizeof(row), cudaMemcpyDeviceToHost),
+                StrCat(op, ": label check copy"));
+      if (row == cuda::kNoBadLabelRow) return;
+      int64_t l = 0;
+      CheckCuda(cudaMemcpy(&l, label.data<int64_t>() + row, sizeof(l), cudaMemcpyDeviceToHost),
+                StrCat(op, ": label copy"));
+      try {
+        CheckHardLabel(row, l, cols);
+      } catch (const Error& e) {
+        throw Error(e.code(), StrCat(op, ": ", e.what()));
+      }
+    });
   }
 
  private:

@@ -47,24 +47,28 @@ void TopKCudaKernel(KernelContext& ctx) {
     CheckCuda(cuda::TopKBySort(in, rows, c, k, values, idx, scratch.mutable_data<int64_t>(), bytes,
                                stream),
               "top_k: sort");
-    CheckCuda(cudaStreamSynchronize(stream), "top_k: sort");  // before the scratch is freed
+    CudaStream::AtSynchronize([scratch] {});  // the scratch is freed once the sort has run
   });
 }
 
-// Waits for the stream, then throws the CPU kernel's error for the first
-// index out of range, if any (`bad_position` from cuda::TopKGrad).
+// Throws the CPU kernel's error for the first index out of range, if any
+// (`bad_position` from cuda::TopKGrad), once the stream has run the kernel:
+// at its next Synchronize, so the host does not wait mid-step.
 void CheckIndices(const Tensor& bad_position, const Tensor& indices, int64_t k, int64_t c) {
-  const cudaStream_t stream = CudaStream::Current();
-  int64_t at = cuda::kNoBadPosition;
-  CheckCuda(cudaMemcpyAsync(&at, bad_position.data<int64_t>(), sizeof(at), cudaMemcpyDeviceToHost,
-                            stream),
-            "top_k_grad: index check copy");
-  CheckCuda(cudaStreamSynchronize(stream), "top_k_grad: index check");
-  if (at == cuda::kNoBadPosition) return;
-  int64_t i = 0;
-  CheckCuda(cudaMemcpy(&i, indices.data<int64_t>() + at, sizeof(i), cudaMemcpyDeviceToHost),
-            "top_k_grad: index copy");
-  CheckTopKIndex(i, at / k, c);
+  CudaStream::AtSynchronize([bad_position, indices, k, c] {
+    int64_t at = cuda::kNoBadPosition;
+    CheckCuda(cudaMemcpy(&at, bad_position.data<int64_t>(), sizeof(at), cudaMemcpyDeviceToHost),
+              "top_k_grad: index check copy");
+    if (at == cuda::kNoBadPosition) return;
+    int64_t i = 0;
+    CheckCuda(cudaMemcpy(&i, indices.data<int64_t>() + at, sizeof(i), cudaMemcpyDeviceToHost),
+              "top_k_grad: index copy");
+    try {
+      CheckTopKIndex(i, at / k, c);
+    } catch (const Error& e) {
+      throw Error(e.code(), StrCat("top_k_grad: ", e.what()));
+    }
+  });
 }
 
 // X@GRAD is zero except at the picked positions, which get Out@GRAD.

@@ -34,6 +34,7 @@ class CachingAllocator {
     void* data = nullptr;
     size_t block = size;
     auto fits = [&](auto i) { return i != cached_.end() && i->first <= 2 * size; };
+    if (void* same = TakeFreedOnThisStreamLocked(size)) return same;
     if (!fits(it) && !pending_.empty()) {
       RecyclePendingLocked(/*synchronize=*/false);
       it = cached_.lower_bound(size);
@@ -63,7 +64,7 @@ class CachingAllocator {
     if (it == sizes_.end()) return;  // not ours
     const size_t block = it->second;
     sizes_.erase(it);
-    pending_.push_back({block, data, RecordFreeLocked()});
+    pending_.push_back(RecordFreeLocked(block, data));
     stats_.in_use_bytes -= static_cast<int64_t>(block);
     stats_.cached_bytes += static_cast<int64_t>(block);
   }
@@ -79,21 +80,45 @@ class CachingAllocator {
   }
 
  private:
-  // A freed block: reusable once `event` has completed, or (no event) once
+  // A freed block: reusable once its events have completed (the point the
+  // free was at on the streams that may still use it), or, unordered, once
   // the whole device has finished what was queued before the free.
   struct Pending {
-    size_t size;
-    void* data;
-    cudaEvent_t event;
+    size_t size = 0;
+    void* data = nullptr;
+    std::vector<cudaEvent_t> events;
+    cudaStream_t stream = nullptr;  // freed in work on this stream (its one event)
+    bool unordered = false;
   };
 
-  // An event after the work queued so far on the freeing thread's stream
-  // (CudaStream::Current(): the stream of the op whose kernel freed the block
-  // — a stream that has waited for the block's other readers), or null when
-  // the thread launches on no stream of this device.
-  cudaEvent_t RecordFreeLocked() {
-    cudaStream_t stream = CudaStream::Current();
+  // A block freed on the stream the caller launches on can be handed out at
+  // once, its event not yet reached: the caller's work runs after everything
+  // that stream had queued at the free (stream order), as the caching
+  // allocators of the CUDA frameworks do. The smallest that fits, as below;
+  // null when none.
+  void* TakeFreedOnThisStreamLocked(size_t size) {
+    const cudaStream_t stream = CudaStream::Current();
     if (stream == nullptr || CudaStream::CurrentDevice() != device_) return nullptr;
+    auto best = pending_.end();
+    for (auto p = pending_.begin(); p != pending_.end(); ++p) {
+      if (p->stream != stream || p->size < size || p->size > 2 * size) continue;
+      if (best == pending_.end() || p->size < best->size) best = p;
+    }
+    if (best == pending_.end()) return nullptr;
+    void* data = best->data;
+    const size_t block = best->size;
+    // Re-recorded later: recording again an event not yet reached is allowed.
+    spare_events_.insert(spare_events_.end(), best->events.begin(), best->events.end());
+    pending_.erase(best);
+    stats_.cached_bytes -= static_cast<int64_t>(block);
+    sizes_[data] = block;
+    stats_.in_use_bytes += static_cast<int64_t>(block);
+    stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
+    return data;
+  }
+
+  // An event of this device recorded on `stream`, or null when CUDA refuses.
+  cudaEvent_t RecordOnLocked(cudaStream_t stream) {
     cudaEvent_t event = nullptr;
     if (!spare_events_.empty()) {
       event = spare_events_.back();
@@ -110,15 +135,56 @@ class CachingAllocator {
     return event;
   }
 
-  // Whether a pending block without an event would serve a request of `size`.
+  // Where a block freed now is safe after. Freed in a kernel's launch on a
+  // stream of this device (CudaStream::Current(): the stream of the op whose
+  // kernel freed it — a stream that has waited for the block's other
+  // readers): an event after that stream's work so far. Freed elsewhere (the
+  // executor dropping a feed or a fetch between launches): an event on every
+  // stream of the device, as any of them may still read it. Unordered (the
+  // device is waited for before reuse) when there is no stream to mark or
+  // CUDA refuses an event.
+  Pending RecordFreeLocked(size_t block, void* data) {
+    Pending p;
+    p.size = block;
+    p.data = data;
+    const cudaStream_t current = CudaStream::Current();
+    if (current != nullptr && CudaStream::CurrentDevice() == device_) {
+      if (cudaEvent_t event = RecordOnLocked(current)) {
+        p.events.push_back(event);
+        p.stream = current;
+      } else {
+        p.unordered = true;
+      }
+      return p;
+    }
+    int previous = 0;
+    if (cudaGetDevice(&previous) != cudaSuccess || cudaSetDevice(device_) != cudaSuccess) {
+      cudaGetLastError();
+      p.unordered = true;
+      return p;
+    }
+    bool refused = false;
+    CudaStream::ForEachStreamOf(device_, [&](cudaStream_t stream) {
+      if (cudaEvent_t event = RecordOnLocked(stream)) {
+        p.events.push_back(event);
+      } else {
+        refused = true;
+      }
+    });
+    cudaSetDevice(previous);
+    p.unordered = refused || p.events.empty();
+    return p;
+  }
+
+  // Whether an unordered pending block would serve a request of `size`.
   bool PendingUnorderedFits(size_t size) const {
     for (const Pending& p : pending_) {
-      if (p.event == nullptr && p.size >= size && p.size <= 2 * size) return true;
+      if (p.unordered && p.size >= size && p.size <= 2 * size) return true;
     }
     return false;
   }
 
-  // Pending blocks whose event has completed become cached; with
+  // Pending blocks whose events have all completed become cached; with
   // `synchronize`, the device is waited for first and all of them do.
   void RecyclePendingLocked(bool synchronize) {
     if (synchronize) {
@@ -126,24 +192,25 @@ class CachingAllocator {
       CheckCuda(cudaGetDevice(&previous), "cudaGetDevice");
       CheckCuda(cudaSetDevice(device_), StrCat("cudaSetDevice(", device_, ")"));
       const cudaError_t status = cudaDeviceSynchronize();
+      ++stats_.device_synchronizations;
       cudaSetDevice(previous);
       CheckCuda(status,
                 StrCat("cuda:", device_, ": cudaDeviceSynchronize before reusing freed blocks"));
     }
     std::vector<Pending> still;
-    for (const Pending& p : pending_) {
-      bool done = synchronize;
-      if (!done && p.event != nullptr) {
-        const cudaError_t status = cudaEventQuery(p.event);
+    for (Pending& p : pending_) {
+      bool done = synchronize || !p.unordered;
+      for (size_t e = 0; done && !synchronize && e < p.events.size(); ++e) {
+        const cudaError_t status = cudaEventQuery(p.events[e]);
         if (status != cudaErrorNotReady) cudaGetLastError();
         done = status != cudaErrorNotReady;  // completed (or failed: the device is lost anyway)
       }
       if (!done) {
-        still.push_back(p);
+        still.push_back(std::move(p));
         continue;
       }
       cached_.emplace(p.size, p.data);
-      if (p.event != nullptr) spare_events_.push_back(p.event);
+      spare_events_.insert(spare_events_.end(), p.events.begin(), p.events.end());
     }
     pending_ = std::move(still);
   }

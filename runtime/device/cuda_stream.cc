@@ -1,6 +1,8 @@
 #include "runtime/device/cuda_stream.h"
 
+#include <algorithm>
 #include <utility>
+#include <vector>
 
 #include "rill/error.h"
 
@@ -8,7 +10,19 @@ namespace rill {
 namespace {
 
 thread_local cudaStream_t current_stream = nullptr;
-thread_local int current_device = -1;  // current_stream's
+thread_local int current_device = -1;              // current_stream's
+thread_local CudaStream* current_owner = nullptr;  // the CudaStream of current_stream
+
+// Every CudaStream alive, for ForEachStreamOf.
+std::mutex& RegistryMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::vector<CudaStream*>& Registry() {
+  static auto* streams =
+      new std::vector<CudaStream*>;  // never destroyed, as streams may outlive statics
+  return *streams;
+}
 
 // Makes `device` current on this thread for a scope.
 class DeviceGuard {
@@ -59,20 +73,35 @@ CudaStream::CudaStream(int device, std::string name) : device_(device), name_(st
   DeviceGuard guard(device_);
   CheckCuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
             name_ + ": cudaStreamCreate");
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  Registry().push_back(this);
 }
 
 CudaStream::~CudaStream() {
   if (stream_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(RegistryMutex());
+    std::erase(Registry(), this);
+  }
   cudaStreamSynchronize(stream_);
   cudaStreamDestroy(stream_);
+}
+
+void CudaStream::ForEachStreamOf(int device, const std::function<void(cudaStream_t)>& visit) {
+  std::lock_guard<std::mutex> lock(RegistryMutex());
+  for (CudaStream* stream : Registry()) {
+    if (stream->device_ == device) visit(stream->stream_);
+  }
 }
 
 void CudaStream::Launch(Work work) {
   DeviceGuard guard(device_);
   const cudaStream_t outer = current_stream;
   const int outer_device = current_device;
+  CudaStream* const outer_owner = current_owner;
   current_stream = stream_;
   current_device = device_;
+  current_owner = this;
   try {
     work();
   } catch (...) {
@@ -81,6 +110,7 @@ void CudaStream::Launch(Work work) {
   }
   current_stream = outer;
   current_device = outer_device;
+  current_owner = outer_owner;
 }
 
 void CudaStream::Record(DeviceEvent& event) {
@@ -98,13 +128,38 @@ void CudaStream::Wait(const DeviceEvent& event) {
 }
 
 void CudaStream::Synchronize() {
+  // The checks taken before the wait are for work launched before it; one
+  // added meanwhile (another thread launching) waits for the next Synchronize.
+  std::vector<std::function<void()>> checks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::swap(checks, checks_);
+  }
   CheckCuda(cudaStreamSynchronize(stream_), name_ + ": cudaStreamSynchronize");
   std::exception_ptr error;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     std::swap(error, error_);
   }
+  for (auto& check : checks) {
+    try {
+      check();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  checks.clear();  // what the checks held is released after the wait
   if (error) std::rethrow_exception(error);
+}
+
+void CudaStream::AtSynchronize(std::function<void()> check) {
+  if (current_owner == nullptr) {
+    CheckCuda(cudaStreamSynchronize(current_stream), "cudaStreamSynchronize before a check");
+    check();
+    return;
+  }
+  std::lock_guard<std::mutex> lock(current_owner->mutex_);
+  current_owner->checks_.push_back(std::move(check));
 }
 
 std::unique_ptr<DeviceEvent> CudaStream::NewEvent() { return std::make_unique<CudaEvent>(device_); }

@@ -7,8 +7,10 @@
 #include <cuda_runtime_api.h>
 
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "rill/device_stream.h"
 
@@ -53,6 +55,19 @@ class CudaStream : public DeviceStream {
   static cudaStream_t Current();
   // The device of Current(); -1 outside a Launch.
   static int CurrentDevice();
+  // Runs `check` on the host once the work launched so far on the stream of
+  // the Launch running on this thread has run: at that stream's next
+  // Synchronize (the executor's, at the iteration's end), where what it
+  // throws comes back as the stream's error. A kernel's check of what its
+  // device code found (a label out of range) thus costs no wait in the middle
+  // of a step; a check that only holds values until then keeps them alive
+  // until the stream is past them. Outside a Launch the host waits for
+  // Current() and runs `check` at once.
+  static void AtSynchronize(std::function<void()> check);
+  // Calls `visit` with each CudaStream of `device` alive now; none is created
+  // or destroyed meanwhile. The caching allocator marks with an event on each
+  // the point after which a block freed outside any stream's work is unused.
+  static void ForEachStreamOf(int device, const std::function<void(cudaStream_t)>& visit);
   // Devices present; `why` says why there are none.
   static int DeviceCount(std::string* why);
 
@@ -61,7 +76,8 @@ class CudaStream : public DeviceStream {
   const std::string name_;
   cudaStream_t stream_ = nullptr;
   std::mutex mutex_;
-  std::exception_ptr error_;  // the first launch error since the last Synchronize
+  std::exception_ptr error_;                   // the first launch error since the last Synchronize
+  std::vector<std::function<void()>> checks_;  // AtSynchronize's, in order
 };
 
 }  // namespace rill

@@ -2,12 +2,15 @@
 // another's event; host waits), the caching allocator (no cudaMalloc for a
 // block freed and asked for again; peak and in-use bytes), copies between
 // host and device. Skips, saying why, without a CUDA device.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "rill/device.h"
 #include "rill/device_memory.h"
+#include "rill/error.h"
 #include "rill/tensor.h"
 #include "runtime/device/cuda_stream.h"
 
@@ -69,6 +72,44 @@ TEST(CudaDeviceTest, StreamsWaitForEachOthersEvents) {
   EXPECT_TRUE(event->Query());
   EXPECT_EQ(back.data<float>()[0], 1.0f);
   EXPECT_EQ(back.data<float>()[n / 4 - 1], 1.0f);
+}
+
+// A check queued from a launch (a kernel's look at what its device code
+// found) runs when the stream is synchronized, after the work before it, not
+// when queued; what it throws comes back from that Synchronize, once.
+TEST(CudaDeviceTest, ChecksQueuedInALaunchRunAtTheStreamsSynchronize) {
+  REQUIRE_CUDA_DEVICE();
+  CudaStream stream(0, "cuda:0 compute");
+  const int64_t n = 16 << 20;
+  Tensor host(DataType::kFloat32, {n});
+  host.Fill(2.0);
+  Tensor device(DataType::kFloat32, host.shape(), Place::Cuda(0));
+  bool ran = false;
+  float last = 0;
+  stream.Launch([&] {
+    CopyBetweenPlaces(device.raw_data(), device.place(), host.raw_data(), Place::Cpu(),
+                      static_cast<size_t>(n) * 4, &stream);
+    CudaStream::AtSynchronize([&] {
+      ran = true;
+      CheckCuda(
+          cudaMemcpy(&last, device.data<float>() + n - 1, sizeof(last), cudaMemcpyDeviceToHost),
+          "copy back");
+      throw Error(ErrorCode::kInvalidArgument, "Label of row 3 is 7, outside [0, 5)");
+    });
+  });
+  EXPECT_FALSE(ran);
+  try {
+    stream.Synchronize();
+    FAIL() << "the check's error did not come back";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 3"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(ran);
+  EXPECT_EQ(last, 2.0f);
+  EXPECT_NO_THROW(stream.Synchronize());  // reported once
+  bool at_once = false;                   // outside a launch: run at once
+  CudaStream::AtSynchronize([&] { at_once = true; });
+  EXPECT_TRUE(at_once);
 }
 
 }  // namespace

@@ -143,15 +143,22 @@ TEST(CudaExecutorTest, EventAndHostWaitsGiveTheSameBits) {
   }
 }
 
-TEST(CudaExecutorTest, SteadyTrainingAllocatesNoDeviceMemory) {
+// Nor does it wait for the whole device to reuse what the last step freed
+// (the executor drops feeds and fetches between launches: the allocator marks
+// those frees on every stream instead).
+TEST(CudaExecutorTest, SteadyTrainingAllocatesNoDeviceMemoryAndNeverWaitsForTheDevice) {
   RILL_SKIP_WITHOUT_CUDA(1);
   const Trained gpu = Train({{Place::Cuda(0)}});
   EXPECT_EQ(gpu.memory_after_3.device_allocations, gpu.memory_after_all.device_allocations)
       << "cudaMalloc calls after step 3 and after step 12";
+  EXPECT_EQ(gpu.memory_after_3.device_synchronizations,
+            gpu.memory_after_all.device_synchronizations)
+      << "device-wide waits to reuse blocks after step 3 and after step 12";
   EXPECT_GT(gpu.memory_after_all.peak_in_use_bytes, 0);
-  std::printf("cuda:0 memory: peak in use %lld bytes, %lld cudaMalloc calls\n",
+  std::printf("cuda:0 memory: peak in use %lld bytes, %lld cudaMalloc calls, %lld device waits\n",
               static_cast<long long>(gpu.memory_after_all.peak_in_use_bytes),
-              static_cast<long long>(gpu.memory_after_all.device_allocations));
+              static_cast<long long>(gpu.memory_after_all.device_allocations),
+              static_cast<long long>(gpu.memory_after_all.device_synchronizations));
 }
 
 // A float32 buffer on `device` holding `values`.
@@ -201,6 +208,37 @@ TEST(CudaExecutorTest, AllreduceOverEveryDeviceTrainsLikeTheCpuPlaces) {
     ExpectClose(Train({cpu}).params, Train(config).params, kParamAtol, kParamRtol,
                 StrCat(devices, " devices"));
   }
+}
+
+// A label out of range on cuda:0 is found by the kernel and reported at the
+// iteration's end (the host does not wait for it mid-step): the run fails
+// naming the op and the row, and the next run with good labels trains.
+TEST(CudaExecutorTest, ALabelOutOfRangeFailsItsIterationNamingTheOp) {
+  RILL_SKIP_WITHOUT_CUDA(1);
+  Program main, startup;
+  Builder b(&main, &startup, 7);
+  Var x = b.Data("x", {-1, 20});
+  Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+  Var loss = b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(x, 5), label));
+  Adam(0.01f).Minimize(b, loss);
+  Scope scope;
+  Executor().Run(startup.desc(), &scope);
+  ExecutionStrategy strategy;
+  strategy.blas_threads = 1;
+  ParallelExecutor exe(main.desc(), &scope, {.places = {Place::Cuda(0)}, .strategy = strategy});
+  const Tensor batch = RandomTensor({16, 20}, 5, -1, 1, DataType::kFloat32);
+  Tensor bad = CyclicLabels(16, 0, 5);
+  bad.mutable_data<int64_t>()[3] = 9;
+  try {
+    exe.Run({{"x", batch}, {"label", bad}}, {loss.name});
+    FAIL() << "a label of 9 with 5 classes trained";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("softmax_with_cross_entropy"), std::string::npos) << what;
+    EXPECT_NE(what.find("row 3 is 9"), std::string::npos) << what;
+  }
+  const auto fetched = exe.Run({{"x", batch}, {"label", CyclicLabels(16, 0, 5)}}, {loss.name});
+  EXPECT_TRUE(std::isfinite(fetched[0].GetAsDouble(0)));
 }
 
 TEST(CudaExecutorTest, CpuKernelsRefuseDeviceInputsNamingThePlace) {

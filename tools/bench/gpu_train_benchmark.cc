@@ -17,8 +17,10 @@
 //                            [models, default mlp,cnn] [batches, default 64,256]
 // `cpu` or `acpu:0` as the place test it without a GPU. Prints per model and
 // batch: "rill model=M batch=B samples_per_sec=S median_step_ms=T first_loss=L0
-// last_loss=L1 pixel_sum=P label_sum=Y" (P and Y: the data's sums, which the
-// script compares with PyTorch's);
+// last_loss=L1 pixel_sum=P label_sum=Y device_allocations=A
+// device_synchronizations=W" (P and Y: the data's sums, which the script
+// compares with PyTorch's; A and W: the allocator's cudaMalloc calls and
+// device-wide waits during the timed steps);
 // a configuration that fails prints "rill model=M batch=B FAILED: why" and
 // the program exits 1 after the others.
 #include <algorithm>
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "rill/device.h"
+#include "rill/device_memory.h"
 #include "rill/executor.h"
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
@@ -48,6 +51,10 @@ struct Result {
   int64_t label_sum = 0;
   double first_loss = 0;  // of the first warm-up step
   double last_loss = 0;   // of the last timed step
+  // The caching allocator's cudaMalloc calls and device-wide waits during
+  // the timed steps (device places): a steady step should make neither.
+  int64_t device_allocations = 0;
+  int64_t device_synchronizations = 0;
 };
 
 Result Measure(const Place& place, const std::string& model_name, int batch, double seconds) {
@@ -75,6 +82,9 @@ Result Measure(const Place& place, const std::string& model_name, int batch, dou
   r.first_loss = step(0);
   for (int i = 1; i < kWarmup; ++i) step(i);
   std::vector<double> step_ms;
+  const bool device = !place.host_memory();
+  const DeviceMemoryStats memory_before =
+      device ? GetDeviceMemoryStats(place) : DeviceMemoryStats{};
   const auto start = std::chrono::steady_clock::now();
   double elapsed = 0;
   for (int64_t i = kWarmup; elapsed < seconds; ++i) {
@@ -83,6 +93,12 @@ Result Measure(const Place& place, const std::string& model_name, int batch, dou
     const auto after = std::chrono::steady_clock::now();
     step_ms.push_back(std::chrono::duration<double, std::milli>(after - before).count());
     elapsed = std::chrono::duration<double>(after - start).count();
+  }
+  if (device) {
+    const DeviceMemoryStats memory_after = GetDeviceMemoryStats(place);
+    r.device_allocations = memory_after.device_allocations - memory_before.device_allocations;
+    r.device_synchronizations =
+        memory_after.device_synchronizations - memory_before.device_synchronizations;
   }
   const size_t steps = step_ms.size();
   r.samples_per_sec = static_cast<double>(steps) * batch / elapsed;
@@ -120,9 +136,12 @@ int main(int argc, char** argv) {
         const Result r = Measure(place, model, batch, seconds);
         std::printf(
             "rill model=%s batch=%d samples_per_sec=%.0f median_step_ms=%.4f first_loss=%.4f "
-            "last_loss=%.4f pixel_sum=%.3f label_sum=%lld\n",
+            "last_loss=%.4f pixel_sum=%.3f label_sum=%lld device_allocations=%lld "
+            "device_synchronizations=%lld\n",
             model.c_str(), batch, r.samples_per_sec, r.median_step_ms, r.first_loss, r.last_loss,
-            r.pixel_sum, static_cast<long long>(r.label_sum));
+            r.pixel_sum, static_cast<long long>(r.label_sum),
+            static_cast<long long>(r.device_allocations),
+            static_cast<long long>(r.device_synchronizations));
       } catch (const std::exception& e) {
         std::string why = e.what();
         for (char& c : why) c = c == '\n' ? ' ' : c;  // one line, for the script

@@ -37,6 +37,11 @@ import fashion_batches
 from torch_mlp import train_step
 
 
+# torch.optim.Adam's implementations: foreach (its default on CUDA) launches a
+# few multi-tensor kernels per step, fused one; both give the same update.
+ADAM_IMPLEMENTATIONS = {"foreach": {"foreach": True}, "fused": {"fused": True}}
+
+
 def build(name):
     if name == "mlp":
         model = nn.Sequential(
@@ -59,10 +64,10 @@ def build(name):
     return model
 
 
-def measure(name, batch, device, seconds):
+def measure(name, batch, device, seconds, adam):
     torch.manual_seed(0)
     model = build(name).to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3, **ADAM_IMPLEMENTATIONS[adam])
     loss_fn = nn.CrossEntropyLoss()
     batches, pixel_sum, label_sum = fashion_batches.load(batch)
     data = [(torch.from_numpy(x), torch.from_numpy(y)) for x, y in batches]
@@ -91,7 +96,30 @@ def measure(name, batch, device, seconds):
     print(f"torch model={name} batch={batch} samples_per_sec={rate:.0f} "
           f"median_step_ms={statistics.median(step_ms):.4f} "
           f"first_loss={first_loss:.4f} last_loss={last_loss:.4f} "
-          f"pixel_sum={pixel_sum:.3f} label_sum={label_sum}", flush=True)
+          f"pixel_sum={pixel_sum:.3f} label_sum={label_sum} adam={adam}", flush=True)
+
+
+def launch_cost(device):
+    """Prints what one small kernel launch, and one with an .item() round trip,
+    cost PyTorch on this machine: a step of a small model on a GPU is mostly
+    launches, so a slow host (a VM's cores) shows here first."""
+    x = torch.zeros(64, device=device)
+    for _ in range(1000):
+        x.add_(1)
+    torch.cuda.synchronize(device)
+    n = 10000
+    start = time.perf_counter()
+    for _ in range(n):
+        x.add_(1)
+    torch.cuda.synchronize(device)
+    launch_us = (time.perf_counter() - start) / n * 1e6
+    start = time.perf_counter()
+    for _ in range(1000):
+        x.add_(1)
+        x.sum().item()
+    item_us = (time.perf_counter() - start) / 1000 * 1e6
+    print(f"torch launch_us={launch_us:.2f} launch_and_item_us={item_us:.2f} "
+          "(a small kernel launched, and one with .item(), on this host)", flush=True)
 
 
 def main():
@@ -100,14 +128,18 @@ def main():
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--models", default="mlp,cnn")
     parser.add_argument("--batches", default="64,256")
+    parser.add_argument("--adam", default="foreach", choices=sorted(ADAM_IMPLEMENTATIONS),
+                        help="torch.optim.Adam's implementation (fused: one kernel for all parameters, CUDA only)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         raise SystemExit("torch: no CUDA device (torch.cuda.is_available() is false)")
+    if device.type == "cuda":
+        launch_cost(device)
     for name in args.models.split(","):
         for batch in args.batches.split(","):
-            measure(name, int(batch), device, args.seconds)
+            measure(name, int(batch), device, args.seconds, args.adam)
 
 
 if __name__ == "__main__":

@@ -550,12 +550,14 @@ int Train(const TrainOptions& opt) {
         line["parameters_digest"] = digest;
       }
       // Device places (cuda:N) allocate through a caching allocator: its peak and its
-      // cudaMalloc count show whether a steady step still allocates.
+      // cudaMalloc count show whether a steady step still allocates; its device-wide
+      // waits, whether reusing freed blocks stalls the streams.
       for (const Place& place : places) {
         if (place.host_memory()) continue;
         const DeviceMemoryStats mem = GetDeviceMemoryStats(place);
         line["device_peak_mib"] = Round(static_cast<double>(mem.peak_in_use_bytes) / (1 << 20), 1);
         line["device_allocations"] = mem.device_allocations;
+        line["device_synchronizations"] = mem.device_synchronizations;
         break;
       }
       std::printf("%s\n", line.dump().c_str());

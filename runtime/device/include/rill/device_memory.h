@@ -17,6 +17,9 @@ struct DeviceMemoryStats {
   int64_t peak_in_use_bytes = 0;   // the most in_use_bytes has been
   int64_t cached_bytes = 0;        // freed, kept for reuse
   int64_t device_allocations = 0;  // cudaMalloc calls so far
+  // Times the allocator waited for the whole device to reuse a block freed
+  // outside any stream's work (a host-side stall of every stream).
+  int64_t device_synchronizations = 0;
 };
 
 // Throws rill::Error kUnimplemented for a place with host memory or in a
