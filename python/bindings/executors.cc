@@ -402,9 +402,183 @@ void BindProcessGroup(py::module_& module) {
           py::arg("array"), py::arg("root") = 0);
 }
 
+// The distribute transpiler (rill/transpiler.h): the trainer's programs and
+// one (endpoint, main, startup) per server, as Programs.
+py::dict TranspileForPython(const Program& main, const Program& startup, int trainers,
+                            const std::vector<std::string>& pservers, bool sync_mode,
+                            int64_t min_slice_rows, int64_t min_slice_elements) {
+  TranspileOptions options;
+  options.trainers = trainers;
+  options.pservers = pservers;
+  options.sync_mode = sync_mode;
+  options.min_slice_rows = min_slice_rows;
+  options.min_slice_elements = min_slice_elements;
+  TranspileResult result = Transpile(main.desc(), startup.desc(), options);
+  py::dict out;
+  out["summary"] = result.Summary();
+  out["trainer_main"] = Program(std::move(result.trainer_main));
+  out["trainer_startup"] = Program(std::move(result.trainer_startup));
+  py::list servers;
+  for (ServerProgram& server : result.servers) {
+    servers.append(py::make_tuple(server.endpoint, Program(std::move(server.main)),
+                                  Program(std::move(server.startup))));
+  }
+  out["servers"] = servers;
+  return out;
+}
+
+WireLimits LimitsFor(int64_t max_message_mb) {
+  RILL_CHECK(max_message_mb >= 1, kInvalidArgument, "max_message_mb must be at least 1, is ",
+             max_message_mb);
+  WireLimits limits;
+  limits.max_message_bytes = static_cast<size_t>(max_message_mb) << 20;
+  return limits;
+}
+
+// A parameter server with a runtime of its own; Serve and the destructor
+// wait without the GIL.
+class PythonParameterServer {
+ public:
+  PythonParameterServer(const Program& main, const Program& startup,
+                        ParameterServerOptions options, int threads) {
+    RILL_CHECK(threads >= 1, kInvalidArgument, "threads must be at least 1, is ", threads);
+    proto::ProgramDesc main_desc = main.desc(), startup_desc = startup.desc();
+    py::gil_scoped_release released;  // the startup program and a checkpoint's load
+    runtime_ = std::make_shared<Runtime>(threads, 1);
+    server_ = std::make_unique<ParameterServer>(main_desc, startup_desc, std::move(options),
+                                                runtime_);
+  }
+  ~PythonParameterServer() {
+    py::gil_scoped_release released;
+    server_.reset();
+  }
+  void Serve() {
+    py::gil_scoped_release released;
+    server_->Serve();
+  }
+  uint16_t port() const { return server_->port(); }
+  int64_t step() const { return server_->step(); }
+  std::vector<int64_t> start_steps() const { return server_->start_steps(); }
+
+ private:
+  std::shared_ptr<Runtime> runtime_;
+  std::unique_ptr<ParameterServer> server_;
+};
+
+// A trainer's client: connects to its servers, pulls the parameters the
+// trainer program starts from into `scope`, and installs itself there for
+// the send and recv ops (TrainerClient::Install). Waits without the GIL.
+class PythonTrainerClient {
+ public:
+  PythonTrainerClient(const Program& program, py::object scope, TrainerClientOptions options,
+                      int threads)
+      : scope_(std::move(scope)) {
+    RILL_CHECK(threads >= 1, kInvalidArgument, "threads must be at least 1, is ", threads);
+    Scope* in = &scope_.cast<Scope&>();
+    proto::ProgramDesc desc = program.desc();
+    py::gil_scoped_release released;
+    auto runtime = std::make_shared<Runtime>(threads, 1);
+    client_ = std::make_shared<TrainerClient>(std::move(runtime), std::move(options));
+    PullParameters(desc, *client_, in);
+    TrainerClient::Install(in, client_);
+  }
+  ~PythonTrainerClient() {
+    py::gil_scoped_release released;  // the scope may hold the last reference
+    client_.reset();
+  }
+  void Finish() {
+    py::gil_scoped_release released;
+    client_->Finish();
+  }
+  TrainerClient& client() { return *client_; }
+
+ private:
+  py::object scope_;
+  std::shared_ptr<TrainerClient> client_;
+};
+
+void BindParameterServers(py::module_& module) {
+  module.def("transpile", &TranspileForPython, py::arg("main"), py::arg("startup"),
+             py::arg("trainers"), py::arg("pservers"), py::arg("sync_mode") = true,
+             py::arg("min_slice_rows") = 8, py::arg("min_slice_elements") = 8192,
+             "Splits a program with a placeable block into trainer and server programs.");
+  py::class_<PythonParameterServer>(module, "ParameterServer",
+                                    "A parameter server (rill/pserver.h).")
+      .def(py::init([](const Program& main, const Program& startup, const std::string& endpoint,
+                       const std::string& bind, const std::string& token,
+                       const std::string& checkpoint, int64_t checkpoint_every, int heartbeat_ms,
+                       int peer_timeout_ms, int connect_timeout_ms, int64_t max_message_mb,
+                       int threads) {
+             ParameterServerOptions options;
+             options.endpoint = endpoint;
+             options.bind = bind;
+             options.token = token;
+             options.checkpoint_path = checkpoint;
+             options.checkpoint_every = checkpoint_every;
+             options.heartbeat = std::chrono::milliseconds(heartbeat_ms);
+             options.peer_timeout = std::chrono::milliseconds(peer_timeout_ms);
+             options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
+             options.limits = LimitsFor(max_message_mb);
+             return std::make_unique<PythonParameterServer>(main, startup, std::move(options),
+                                                            threads);
+           }),
+           py::arg("main"), py::arg("startup"), py::arg("endpoint"), py::arg("bind"),
+           py::arg("token"), py::arg("checkpoint"), py::arg("checkpoint_every"),
+           py::arg("heartbeat_ms"), py::arg("peer_timeout_ms"), py::arg("connect_timeout_ms"),
+           py::arg("max_message_mb"), py::arg("threads"))
+      .def("serve", &PythonParameterServer::Serve,
+           "Serves until every trainer said BYE (without the GIL).")
+      .def_property_readonly("port", &PythonParameterServer::port)
+      .def_property_readonly("step", &PythonParameterServer::step)
+      .def_property_readonly("start_steps", &PythonParameterServer::start_steps);
+  py::class_<PythonTrainerClient>(module, "TrainerClient",
+                                  "A trainer's links to its servers (rill/trainer_client.h).")
+      .def(py::init([](const Program& program, py::object scope, int trainer_id,
+                       const std::vector<std::string>& pservers, const std::string& token,
+                       int heartbeat_ms, int peer_timeout_ms, int connect_timeout_ms,
+                       int64_t max_message_mb, int64_t last_step,
+                       const std::string& gradient_compression, int threads) {
+             TrainerClientOptions options;
+             options.trainer_id = trainer_id;
+             options.pservers = pservers;
+             options.token = token;
+             options.heartbeat = std::chrono::milliseconds(heartbeat_ms);
+             options.peer_timeout = std::chrono::milliseconds(peer_timeout_ms);
+             options.connect_timeout = std::chrono::milliseconds(connect_timeout_ms);
+             options.limits = LimitsFor(max_message_mb);
+             options.last_step = last_step;
+             options.gradient_compression = ParseGradientCompression(gradient_compression);
+             return std::make_unique<PythonTrainerClient>(program, std::move(scope),
+                                                          std::move(options), threads);
+           }),
+           py::arg("program"), py::arg("scope"), py::arg("trainer_id"), py::arg("pservers"),
+           py::arg("token"), py::arg("heartbeat_ms"), py::arg("peer_timeout_ms"),
+           py::arg("connect_timeout_ms"), py::arg("max_message_mb"), py::arg("last_step"),
+           py::arg("gradient_compression"), py::arg("threads"))
+      .def_property_readonly("start_step",
+                             [](PythonTrainerClient& c) { return c.client().start_step(); })
+      .def_property_readonly("step", [](PythonTrainerClient& c) { return c.client().step(); })
+      .def("set_step", [](PythonTrainerClient& c, int64_t step) { c.client().set_step(step); },
+           py::arg("step"))
+      .def("describe", [](PythonTrainerClient& c) { return c.client().Describe(); })
+      .def("counters",
+           [](PythonTrainerClient& c) {
+             const TrainerClient::Counters n = c.client().counters();
+             py::dict out;
+             out["steps"] = n.steps;
+             out["pushed_raw_bytes"] = n.pushed_raw_bytes;
+             out["pushed_bytes"] = n.pushed_bytes;
+             out["push_seconds"] = static_cast<double>(n.push_ns) / 1e9;
+             out["param_wait_seconds"] = static_cast<double>(n.param_wait_ns) / 1e9;
+             return out;
+           })
+      .def("finish", &PythonTrainerClient::Finish, "Says BYE to every server (without the GIL).");
+}
+
 void BindExecutors(py::module_& module) {
   BindScope(module);
   BindProcessGroup(module);
+  BindParameterServers(module);
   BindCheckpoints(module);
   py::class_<PythonExecutor>(module, "Executor", "The sequential reference executor.")
       .def(py::init<const std::string&>(), py::arg("place") = "cpu")

@@ -277,6 +277,9 @@ void BindTraining(py::module_& module) {
       .def("set_l2", &Optimizer::set_l2, py::return_value_policy::reference_internal)
       .def("set_clip_global_norm", &Optimizer::set_clip_global_norm,
            py::return_value_policy::reference_internal)
+      .def("set_placeable", &Optimizer::set_placeable, py::arg("placeable"),
+           py::return_value_policy::reference_internal,
+           "Puts the updates in a placeable block (the transpiler moves them to servers).")
       .def("minimize", [](Optimizer& o, Builder& b,
                           const Var& loss) { return PairsToList(o.Minimize(b, loss)); })
       .def(

@@ -4,6 +4,10 @@ loss belongs to. Each is Rill's C++ optimizer (rill/optimizer.h), with
 optional weight decay (`regularization=L2Decay(c)`) and global-norm clipping
 (`grad_clip=GradientClipByGlobalNorm(n)`), and a learning-rate schedule
 (`learning_rate_schedule=WarmupCosineDecay(warmup_steps, decay_steps)`).
+With `placeable=True` the updates go into a placeable block, which
+rill.distributed.DistributeTranspiler moves to parameter servers (in one
+process the numbers are the same); regularization and clipping stay on the
+trainers.
 """
 from rill import _core
 
@@ -42,8 +46,10 @@ class WarmupCosineDecay:
 
 class _Optimizer:
     def __init__(self, optimizer, regularization=None, grad_clip=None,
-                 learning_rate_schedule=None):
+                 learning_rate_schedule=None, placeable=False):
         self._optimizer = optimizer
+        if placeable:
+            optimizer.set_placeable(True)
         if learning_rate_schedule is not None:
             if not isinstance(learning_rate_schedule, WarmupCosineDecay):
                 raise TypeError("learning_rate_schedule: Rill has WarmupCosineDecay only")
@@ -72,27 +78,28 @@ class SGD(_Optimizer):
     """param -= learning_rate * grad."""
 
     def __init__(self, learning_rate, regularization=None, grad_clip=None,
-                 learning_rate_schedule=None):
+                 learning_rate_schedule=None, placeable=False):
         super().__init__(_core.SGD(learning_rate), regularization, grad_clip,
-                         learning_rate_schedule)
+                         learning_rate_schedule, placeable)
 
 
 class Momentum(_Optimizer):
     """velocity = momentum * velocity + grad; param -= learning_rate * velocity."""
 
     def __init__(self, learning_rate, momentum=0.9, use_nesterov=False, regularization=None,
-                 grad_clip=None, learning_rate_schedule=None):
+                 grad_clip=None, learning_rate_schedule=None, placeable=False):
         super().__init__(_core.Momentum(learning_rate, momentum, use_nesterov), regularization,
-                         grad_clip, learning_rate_schedule)
+                         grad_clip, learning_rate_schedule, placeable)
 
 
 class Adam(_Optimizer):
     """Adam with bias correction, as PyTorch computes it."""
 
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8,
-                 regularization=None, grad_clip=None, learning_rate_schedule=None):
+                 regularization=None, grad_clip=None, learning_rate_schedule=None,
+                 placeable=False):
         super().__init__(_core.Adam(learning_rate, beta1, beta2, epsilon), regularization,
-                         grad_clip, learning_rate_schedule)
+                         grad_clip, learning_rate_schedule, placeable)
 
 
 class AdamW(_Optimizer):
@@ -103,9 +110,9 @@ class AdamW(_Optimizer):
 
     def __init__(self, learning_rate=0.001, weight_decay=0.01, beta1=0.9, beta2=0.999,
                  epsilon=1e-8, regularization=None, grad_clip=None,
-                 learning_rate_schedule=None):
+                 learning_rate_schedule=None, placeable=False):
         super().__init__(_core.AdamW(learning_rate, weight_decay, beta1, beta2, epsilon),
-                         regularization, grad_clip, learning_rate_schedule)
+                         regularization, grad_clip, learning_rate_schedule, placeable)
 
 
 SGDOptimizer = SGD

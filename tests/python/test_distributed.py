@@ -1,9 +1,17 @@
-"""Collective data parallelism from Python: ranks as threads of this process
-(each with its own scope, executor and rill.distributed.ProcessGroup over
-loopback; the calls that wait release the GIL). Two ranks training an MLP on
+"""Training across processes from Python, with the processes as threads of
+this one (the calls that wait release the GIL).
+
+Collective: ranks each with its own scope, executor and
+rill.distributed.ProcessGroup over loopback. Two ranks training an MLP on
 their halves of each global batch end where one executor on the whole batch
 ends (float32: 1e-5 relative), with the same bits on both ranks; allreduce
-and broadcast give the sums and rank 0's values; a wrong token is refused."""
+and broadcast give the sums and rank 0's values; a wrong token is refused.
+
+Parameter servers: the program transpiled for two trainers and two servers
+(a parameter cut into row slices across them), the servers serving on
+threads, two trainers on their halves: every trainer ends with the
+parameters one executor on the whole batch reaches (sync SGD); a wrong token
+is refused naming the server; the role comes from the CLI's variables."""
 import re
 import socket
 import threading
@@ -138,3 +146,110 @@ def test_several_places_need_the_reduce_strategy():
                   places="cpu:2", strategy="allreduce")
 
     on_ranks(2, body)
+
+
+TOKEN = "the job's token"
+
+
+def mlp(seed, placeable):
+    main, startup = rill.Program(), rill.Program()
+    main.random_seed = seed
+    with rill.program_guard(main, startup):
+        x = layers.data("x", shape=[6])
+        label = layers.data("label", shape=[1], dtype="int64")
+        h = layers.fc(x, size=16, act="relu")
+        loss = layers.mean(layers.softmax_with_cross_entropy(layers.fc(h, 3), label))
+        rill.optimizer.SGD(learning_rate=0.1, placeable=placeable).minimize(loss)
+    return main, startup, loss
+
+
+def parameters(scope):
+    return {name: scope.get(name) for name in sorted(scope.var_names())
+            if re.fullmatch(r"fc_\d+\.[wb]", name)}
+
+
+def test_parameter_servers_train_like_one_executor_on_the_global_batch():
+    batches = global_batches(2)
+    main, startup, loss = mlp(3, placeable=False)
+    scope = rill.Scope()
+    exe = rill.Executor()
+    exe.run(startup, scope=scope)
+    for x, y in batches:
+        exe.run(main, feed={"x": x, "label": y}, fetch_list=[loss], scope=scope)
+    alone = parameters(scope)
+
+    main, startup, loss = mlp(3, placeable=True)
+    endpoints = [free_master(), free_master()]
+    t = rill.distributed.DistributeTranspiler(min_slice_rows=2, min_slice_elements=16)
+    t.transpile(0, program=main, startup_program=startup, pservers=",".join(endpoints),
+                trainers=2)
+    assert "slice" in t.summary(), t.summary()  # fc_0.w [6, 16] is cut across the servers
+    servers = [rill.distributed.ParameterServer(t.get_pserver_program(e),
+                                                t.get_startup_program(e), e, token=TOKEN)
+               for e in endpoints]
+    serving = [threading.Thread(target=s.serve) for s in servers]
+    for thread in serving:
+        thread.start()
+
+    def trainer(rank):
+        program = t.get_trainer_program()
+        scope = rill.Scope()
+        rill.Executor().run(t.get_trainer_startup_program(), scope=scope)
+        with rill.distributed.TrainerClient(program, scope, rank, endpoints,
+                                            token=TOKEN) as client:
+            exe = rill.ParallelExecutor(program, scope=scope)
+            for step, (x, y) in enumerate(rank_rows(batches, rank), start=client.start_step + 1):
+                client.set_step(step)
+                exe.run(feed={"x": x, "label": y}, fetch_list=[loss])
+            assert client.counters()["steps"] == STEPS
+        return parameters(scope)
+
+    trained = on_ranks(2, trainer)
+    for thread in serving:
+        thread.join(60)
+    assert not any(thread.is_alive() for thread in serving)
+    assert [s.step for s in servers] == [STEPS, STEPS]
+    assert set(trained[0]) == set(alone) and len(alone) == 4, sorted(trained[0])
+    for name, want in alone.items():
+        got = trained[0][name]
+        assert np.linalg.norm(got - want) <= 1e-5 * np.linalg.norm(want), name
+        np.testing.assert_array_equal(trained[1][name].view(np.uint32), got.view(np.uint32))
+
+
+def test_a_trainer_with_a_wrong_token_is_refused_naming_the_server():
+    main, startup, _ = mlp(3, placeable=True)
+    endpoint = free_master()
+    t = rill.distributed.DistributeTranspiler()
+    t.transpile(0, program=main, startup_program=startup, pservers=[endpoint], trainers=1)
+    server = rill.distributed.ParameterServer(t.get_pserver_program(endpoint),
+                                              t.get_startup_program(endpoint), endpoint,
+                                              token=TOKEN)
+    scope = rill.Scope()
+    rill.Executor().run(t.get_trainer_startup_program(), scope=scope)
+    with pytest.raises(rill.Error, match=re.escape(endpoint)):
+        rill.distributed.TrainerClient(t.get_trainer_program(), scope, 0, [endpoint],
+                                       token="wrong", connect_timeout_ms=3000)
+    del server
+
+
+def test_transpiling_needs_a_placeable_optimizer():
+    main, startup, _ = mlp(3, placeable=False)
+    with pytest.raises(rill.InvalidArgumentError, match="placeable"):
+        rill.distributed.DistributeTranspiler().transpile(
+            0, program=main, startup_program=startup, pservers="127.0.0.1:1", trainers=1)
+    with pytest.raises(RuntimeError, match="transpile"):
+        rill.distributed.DistributeTranspiler().get_trainer_program()
+
+
+def test_the_role_comes_from_the_clis_variables():
+    role = rill.distributed.role_from_environment({
+        "RILL_ROLE": "trainer", "RILL_TRAINER_ID": "1", "RILL_TRAINERS": "2",
+        "RILL_PSERVERS": "10.0.0.1:7000,10.0.0.2:7000", "RILL_TOKEN": "t"})
+    assert (role.role, role.trainer_id, role.trainers, role.server_index, role.token) == (
+        "trainer", 1, 2, -1, "t")
+    assert role.pservers == ["10.0.0.1:7000", "10.0.0.2:7000"]
+    assert rill.distributed.role_from_environment({}).role == ""
+    with pytest.raises(ValueError, match="RILL_TRAINER_ID"):
+        rill.distributed.role_from_environment({"RILL_TRAINER_ID": "one"})
+    with pytest.raises(ValueError, match="role must be"):
+        rill.distributed.role_from_environment({"RILL_ROLE": "server"})
