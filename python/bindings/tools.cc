@@ -6,6 +6,7 @@
 // pipeline`: tools/datasets). Calls that wait or read files release the GIL.
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -60,24 +61,136 @@ void BindTraceFiles(py::module_& module) {
   module.attr("visualizer_page_installed") = RILL_VISUALIZER_INSTALLED;
 }
 
+// Calls `fn` (with the GIL) on `given` and copies what it returns into the
+// kernel's outputs `slots`: an ndarray for one slot, else {key: ndarray} with
+// keys[i] (default: the slot's name) for slots[i]; `shapes` (optional, one
+// per slot) are what each must be. What it raises fails the op, naming it
+// and `what` ("kernel", "gradient").
+void CallPythonKernel(KernelContext& ctx, const std::string& type, const char* what,
+                      const py::object& fn, const py::dict& given,
+                      const std::vector<std::string>& slots,
+                      const std::vector<std::string>& keys = {},
+                      const std::vector<const Tensor*>& shapes = {}) {
+  try {
+    py::object made = fn(**given);
+    auto store = [&](size_t i, const py::handle& value) {
+      if (!ctx.HasOutput(slots[i])) return;  // a gradient append_backward pruned
+      Tensor out = TensorFromArray(slots[i], py::array::ensure(value));
+      if (!shapes.empty()) {
+        RILL_CHECK(out.shape() == shapes[i]->shape() && out.dtype() == shapes[i]->dtype(),
+                   kInvalidArgument, "the Python ", what, " of op ", type, " returned ",
+                   out.Describe(), " for ", slots[i], ", which must be ",
+                   shapes[i]->Describe());
+      }
+      *ctx.Output(slots[i]) = std::move(out);
+    };
+    if (slots.size() == 1 && !py::isinstance<py::dict>(made)) {
+      store(0, made);
+      return;
+    }
+    const py::dict by_slot = made;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      store(i, by_slot[py::str(keys.empty() ? slots[i] : keys[i])]);
+    }
+  } catch (const py::error_already_set& error) {
+    Fail(ErrorCode::kInvalidArgument, "the Python ", what, " of op ", type,
+         " raised: ", error.what());
+  } catch (const py::cast_error& error) {
+    Fail(ErrorCode::kInvalidArgument, "the Python ", what, " of op ", type,
+         " must return an ndarray, or {slot: ndarray}: ", error.what());
+  }
+}
+
+// "<type>_grad" of a Python op with a gradient function: takes the forward
+// inputs and outputs and each output's gradient (`<slot>_grad`; zeros where
+// no gradient reached that output), returns each differentiable input's
+// gradient, shaped like that input. Registered with the forward op.
+OpSchema PythonGradSchema(const std::string& type, const std::vector<std::string>& inputs,
+                          const std::vector<std::string>& outputs,
+                          const std::vector<std::string>& differentiable, const py::object* grad) {
+  OpSchema schema(type + "_grad");
+  schema.Doc("the gradient of " + type + ", a Python function");
+  for (const std::string& slot : inputs) schema.Input(slot, "the forward input");
+  for (const std::string& slot : outputs) {
+    schema.Input(slot, "the forward output", kOptional);
+    schema.Input(GradVarName(slot), "its gradient; absent means zero", kOptional);
+  }
+  for (const std::string& slot : differentiable) {
+    schema.Output(GradVarName(slot), "the gradient of " + slot, kOptional);
+  }
+  schema.InferShape([=](ShapeContext& ctx) {
+    for (const std::string& slot : differentiable) {
+      if (ctx.HasOutput(GradVarName(slot))) {
+        ctx.SetOutput(GradVarName(slot), ctx.InputShape(slot), ctx.InputType(slot));
+      }
+    }
+  });
+  schema.CpuKernel([=](KernelContext& ctx) {
+    py::gil_scoped_acquire gil;
+    py::dict given;
+    for (const std::string& slot : inputs) given[py::str(slot)] = ArrayFromTensor(ctx.Input(slot));
+    for (const std::string& slot : outputs) {
+      const Tensor& out = ctx.Input(slot);
+      const std::string d = GradVarName(slot);
+      const bool has = ctx.HasInput(d) && ctx.Input(d).initialized();
+      Tensor zeros;
+      if (!has) {
+        zeros.Allocate(out.dtype(), out.shape());
+        zeros.Fill(0.0);
+      }
+      given[py::str(slot)] = ArrayFromTensor(out);
+      given[py::str(slot + "_grad")] = ArrayFromTensor(has ? ctx.Input(d) : zeros);
+    }
+    // The function answers by input slot; the kernel's outputs are their @GRAD slots.
+    std::vector<std::string> grad_slots;
+    std::vector<const Tensor*> shapes;
+    for (const std::string& slot : differentiable) {
+      grad_slots.push_back(GradVarName(slot));
+      shapes.push_back(&ctx.Input(slot));
+    }
+    CallPythonKernel(ctx, type, "gradient", *grad, given, grad_slots, differentiable, shapes);
+  });
+  return schema;
+}
+
 // An op whose CPU kernel is a Python function: kernel(**{input slot: ndarray})
 // returns the output's ndarray, or {output slot: ndarray} for several. Its
 // shapes come from infer_shape(**{input slot: (shape, dtype)}) -> {output
 // slot: (shape, dtype)}, or, when that is None, every output is shaped like
-// the first input. Executor threads take the GIL to call them (a step runs
-// without it). Inputs are copies, outputs are copied in. No gradient.
+// the first input. With `grad` (not None) it has a gradient op
+// (PythonGradSchema) for every input but those in `no_grad`. Executor threads
+// take the GIL to call them (a step runs without it). Inputs are copies,
+// outputs are copied in.
 void RegisterPythonOp(const std::string& type, const std::vector<std::string>& inputs,
                       const std::vector<std::string>& outputs, const py::function& kernel,
-                      const py::object& infer_shape, const std::string& doc) {
+                      const py::object& infer_shape, const std::string& doc,
+                      const py::object& grad, const std::vector<std::string>& no_grad) {
   RILL_CHECK(!inputs.empty() && !outputs.empty(), kInvalidArgument, "op ", type,
              ": a Python op needs an input and an output");
+  std::vector<std::string> differentiable;
+  for (const std::string& slot : no_grad) {
+    RILL_CHECK(std::find(inputs.begin(), inputs.end(), slot) != inputs.end(), kInvalidArgument,
+               "op ", type, ": no_grad names ", slot, ", which is not an input");
+  }
+  for (const std::string& slot : inputs) {
+    if (std::find(no_grad.begin(), no_grad.end(), slot) == no_grad.end()) {
+      differentiable.push_back(slot);
+    }
+  }
+  const bool has_grad = !grad.is_none();
+  RILL_CHECK(!has_grad || !differentiable.empty(), kInvalidArgument, "op ", type,
+             ": a gradient function, but no_grad leaves no input to differentiate");
   // Never destroyed: the op registry outlives the interpreter.
   const auto* run = new py::object(kernel);
   const auto* shapes = new py::object(infer_shape);
   OpSchema schema(type);
   schema.Doc(doc.empty() ? "an op whose kernel is a Python function" : doc);
-  for (const std::string& slot : inputs) schema.Input(slot, "input", kNoGradient);
-  for (const std::string& slot : outputs) schema.Output(slot, "output", kNoGradient);
+  for (const std::string& slot : inputs) {
+    const bool flows = has_grad && std::find(differentiable.begin(), differentiable.end(),
+                                             slot) != differentiable.end();
+    schema.Input(slot, "input", flows ? 0u : kNoGradient);
+  }
+  for (const std::string& slot : outputs) schema.Output(slot, "output", has_grad ? 0u : kNoGradient);
   schema.InferShape([=](ShapeContext& ctx) {
     py::gil_scoped_acquire gil;
     if (shapes->is_none()) {
@@ -109,26 +222,15 @@ void RegisterPythonOp(const std::string& type, const std::vector<std::string>& i
     py::gil_scoped_acquire gil;
     py::dict given;
     for (const std::string& slot : inputs) given[py::str(slot)] = ArrayFromTensor(ctx.Input(slot));
-    try {
-      py::object made = (*run)(**given);
-      if (outputs.size() == 1 && !py::isinstance<py::dict>(made)) {
-        *ctx.Output(outputs[0]) = TensorFromArray(outputs[0], py::array::ensure(made));
-        return;
-      }
-      const py::dict by_slot = made;
-      for (const std::string& slot : outputs) {
-        *ctx.Output(slot) = TensorFromArray(slot, py::array::ensure(by_slot[py::str(slot)]));
-      }
-    } catch (const py::error_already_set& error) {
-      Fail(ErrorCode::kInvalidArgument, "the Python kernel of op ", type,
-           " raised: ", error.what());
-    } catch (const py::cast_error& error) {
-      Fail(ErrorCode::kInvalidArgument, "the Python kernel of op ", type,
-           " must return an ndarray, or {output slot: ndarray}: ", error.what());
-    }
+    CallPythonKernel(ctx, type, "kernel", *run, given, outputs);
   });
   std::vector<OpSchema> schemas;
-  schemas.push_back(std::move(schema));
+  if (has_grad) {
+    schema.DefaultGrad();
+    schemas.push_back(PythonGradSchema(type, inputs, outputs, differentiable,
+                                       new py::object(grad)));
+  }
+  schemas.insert(schemas.begin(), std::move(schema));
   RegisterOps(std::move(schemas));
 }
 
@@ -138,6 +240,7 @@ void BindPlugins(py::module_& module) {
              "registered.");
   module.def("register_python_op", &RegisterPythonOp, py::arg("type"), py::arg("inputs"),
              py::arg("outputs"), py::arg("kernel"), py::arg("infer_shape"), py::arg("doc"),
+             py::arg("grad") = py::none(), py::arg("no_grad") = std::vector<std::string>{},
              "Registers an op whose CPU kernel is a Python function (rill.register_op).");
 }
 

@@ -118,20 +118,34 @@ def load_program(path):
     return Program.load(path)
 
 
-def register_op(type, inputs, outputs, kernel, infer_shape=None, doc=""):
+def register_op(type, inputs, outputs, kernel, infer_shape=None, doc="", grad=None,
+                no_grad=()):
     """Registers op `type` whose CPU kernel is the Python function `kernel`,
     for programs of this process (append it with rill.layers.append_op):
     kernel(**{input slot: ndarray}) returns the output (one output slot) or
     {output slot: ndarray}. infer_shape(**{input slot: (shape, dtype)})
     returns {output slot: (shape, dtype)} (-1 for the batch); without it
-    every output has the first input's shape and dtype. Executor threads take
-    the GIL to call them; the op has no gradient. An exception in either comes
-    back from the run as rill.InvalidArgumentError naming the op; a type that
-    exists is refused.
+    every output has the first input's shape and dtype.
 
-        rill.register_op("cube", ["X"], ["Out"], lambda X: X ** 3)
+    With `grad`, the op has a gradient (op "<type>_grad"), so append_backward
+    and the optimizers differentiate through it: grad(**{input slot: ndarray,
+    output slot: ndarray, output slot + "_grad": ndarray}) returns the
+    gradient of the one differentiable input, or {input slot: ndarray} for
+    several, each shaped like its input. An output no gradient reached comes
+    as zeros. Inputs named in `no_grad` (labels, indices) get none. Without
+    `grad` the op stops gradients.
+
+    Executor threads take the GIL to call these functions (a step otherwise
+    runs without it): a Python op serializes with the interpreter, which is
+    what it costs. An exception, or a gradient of the wrong shape, comes back
+    from the run as rill.InvalidArgumentError naming the op; a type that exists
+    is refused.
+
+        rill.register_op("cube", ["X"], ["Out"], lambda X: X ** 3,
+                         grad=lambda X, Out, Out_grad: 3 * X ** 2 * Out_grad)
     """
-    _core.register_python_op(type, list(inputs), list(outputs), kernel, infer_shape, doc)
+    _core.register_python_op(type, list(inputs), list(outputs), kernel, infer_shape, doc, grad,
+                             list(no_grad))
 
 
 def load_plugin(path):

@@ -1,6 +1,8 @@
 """rill.register_op: an op whose kernel (and shape function) are Python
 functions runs in programs on both executors with the numbers numpy computes;
 what it raises comes back as rill.InvalidArgumentError naming the op."""
+import re
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,81 @@ def test_a_kernel_that_leaves_out_an_output_is_refused_naming_the_op():
     with pytest.raises(rill.InvalidArgumentError,
                        match="kernel of op py_test_half raised: KeyError"):
         run("reference", main, startup, {"x": np.ones((2, 3), np.float32)}, [a, b])
+
+
+# Gradients: x * tanh(x) as a Python op with its derivative, against the same
+# function of built-in ops; a scale input that gets no gradient; a gradient
+# of the wrong shape.
+def x_tanh_x_grad(X, Out, Out_grad):
+    t = np.tanh(X)
+    return (t + X * (1 - t * t)) * Out_grad
+
+
+rill.register_op("py_test_x_tanh_x", ["X"], ["Out"], lambda X: X * np.tanh(X),
+                 grad=x_tanh_x_grad)
+rill.register_op("py_test_scaled", ["X", "Scale"], ["Out"], lambda X, Scale: X * Scale,
+                 grad=lambda X, Scale, Out, Out_grad: Out_grad * Scale, no_grad=["Scale"])
+rill.register_op("py_test_bad_grad", ["X"], ["Out"], lambda X: X * 2,
+                 grad=lambda X, Out, Out_grad: Out_grad[:, :1])
+
+
+def trained(kind, python_op, steps=5):
+    """fc -> x tanh(x) (the Python op or built-in ops) -> scaled by a fed
+    vector -> fc -> mean, SGD; the parameters after `steps` steps."""
+    main, startup = rill.Program(), rill.Program()
+    main.random_seed = 7
+    with rill.program_guard(main, startup):
+        x = layers.data("x", shape=[5])
+        scale = layers.data("scale", shape=[4])
+        h = layers.fc(x, size=4)
+        if python_op:
+            act = layers.append_op("py_test_x_tanh_x", inputs={"X": h}, outputs={"Out": 1})
+            act = layers.append_op("py_test_scaled", inputs={"X": act, "Scale": scale},
+                                   outputs={"Out": 1})
+        else:
+            act = h * layers.tanh(h) * scale
+        loss = layers.mean(layers.fc(act, size=1))
+        rill.optimizer.SGD(learning_rate=0.5).minimize(loss)
+    scope = rill.Scope()
+    rill.Executor().run(startup, scope=scope)
+    exe = (rill.Executor() if kind == "reference"
+           else rill.ParallelExecutor(main, places="cpu:2", scope=scope))
+    rng = np.random.RandomState(3)
+    for _ in range(steps):
+        feed = {"x": rng.randn(8, 5).astype(np.float32),
+                "scale": rng.rand(8, 4).astype(np.float32) + 0.5}
+        if kind == "reference":
+            exe.run(main, feed=feed, fetch_list=[loss], scope=scope)
+        else:
+            exe.run(feed=feed, fetch_list=[loss])
+    return {n: scope.get(n) for n in scope.var_names() if re.fullmatch(r"fc_\d+\.[wb]", n)}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_python_gradient_trains_as_the_same_function_of_built_in_ops(kind):
+    want = trained("reference", python_op=False)
+    got = trained(kind, python_op=True)
+    assert set(got) == set(want) and len(want) == 4, sorted(got)
+    start = trained("reference", python_op=False, steps=0)
+    for name in want:
+        assert not np.array_equal(want[name], start[name]), name  # they trained
+        np.testing.assert_allclose(got[name], want[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+def test_a_gradient_of_the_wrong_shape_is_refused_naming_the_op():
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        x = layers.data("x", shape=[3])
+        out = layers.append_op("py_test_bad_grad", inputs={"X": layers.fc(x, size=3)},
+                               outputs={"Out": 1})
+        rill.optimizer.SGD(learning_rate=0.1).minimize(layers.mean(out))
+    scope = rill.Scope()
+    rill.Executor().run(startup, scope=scope)
+    with pytest.raises(rill.InvalidArgumentError, match="py_test_bad_grad.*must be"):
+        rill.Executor().run(main, feed={"x": np.ones((2, 3), np.float32)}, scope=scope)
+
+
+def test_no_grad_must_name_an_input():
+    with pytest.raises(rill.InvalidArgumentError, match="not an input"):
+        rill.register_op("py_test_no_such_input", ["X"], ["Out"], lambda X: X,
+                         grad=lambda X, Out, Out_grad: Out_grad, no_grad=["Y"])
