@@ -224,21 +224,16 @@ class PendingRun {
 class PythonParallelExecutor {
  public:
   PythonParallelExecutor(const Program& program, py::object scope, const py::object& places,
-                         int num_threads, const std::string& strategy,
-                         const std::string& gradient_compression,
+                         const ExecutionStrategy& strategy, const BuildStrategy& build,
                          std::shared_ptr<ProcessGroup> group)
       : scope_(std::move(scope)) {
     ParallelExecutorOptions options;
     options.places = PlacesFrom(places);
-    options.strategy.num_threads = num_threads;
+    options.strategy = strategy;
+    options.build = build;
     // Off until rill.trace switches it on; attached now so that an executor
     // built before a `with rill.trace(...)` block is traced inside it.
     options.strategy.trace = TraceRecorder::ForProcess();
-    RILL_CHECK(strategy == "allreduce" || strategy == "reduce", kInvalidArgument, "strategy \"",
-               strategy, "\" is neither \"allreduce\" nor \"reduce\"");
-    options.build.reduce =
-        strategy == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
-    options.build.gradient_compression = ParseGradientCompression(gradient_compression);
     Scope* in = &scope_.cast<Scope&>();
     py::gil_scoped_release released;  // the broadcast waits for the other ranks
     proto::ProgramDesc desc = program.desc();
@@ -575,8 +570,98 @@ void BindParameterServers(py::module_& module) {
       .def("finish", &PythonTrainerClient::Finish, "Says BYE to every server (without the GIL).");
 }
 
+// The executor's settings (rill/execution_strategy.h, rill/build_strategy.h)
+// as objects with a property per field; enums as their names.
+void BindStrategies(py::module_& module) {
+  py::class_<ExecutionStrategy>(module, "ExecutionStrategy",
+                                "How the actor executor runs a graph (rill/execution_strategy.h).")
+      .def(py::init<>())
+      .def_readwrite("num_threads", &ExecutionStrategy::num_threads,
+                     "Threads that run kernels (0: the machine's cores).")
+      .def_readwrite("max_iterations_in_flight", &ExecutionStrategy::max_iterations_in_flight,
+                     "Iterations at once (above 1 only for programs without state: inference).")
+      .def_readwrite("blas_threads", &ExecutionStrategy::blas_threads,
+                     "OpenBLAS threads, process-wide (0: cores / num_threads).")
+      .def_readwrite("release_memory_early", &ExecutionStrategy::release_memory_early,
+                     "Free an intermediate's buffer once its last reader ran.")
+      .def_readwrite("release_min_bytes", &ExecutionStrategy::release_min_bytes,
+                     "Only for variables of at least this many bytes.")
+      .def_property(
+          "dependency_wait",
+          [](const ExecutionStrategy& s) {
+            return s.dependency_wait == DependencyWait::kEvent ? "event" : "stream_sync";
+          },
+          [](ExecutionStrategy& s, const std::string& v) {
+            RILL_CHECK(v == "event" || v == "stream_sync", kInvalidArgument,
+                       "dependency_wait \"", v, "\" is neither \"event\" nor \"stream_sync\"");
+            s.dependency_wait = v == "event" ? DependencyWait::kEvent : DependencyWait::kStreamSync;
+          },
+          "How an op waits for a producer on another stream: \"event\" or \"stream_sync\".")
+      .def_property(
+          "linger_poll",
+          [](const ExecutionStrategy& s) {
+            return s.linger_poll == LingerPoll::kPause   ? "pause"
+                   : s.linger_poll == LingerPoll::kYield ? "yield"
+                                                         : "auto";
+          },
+          [](ExecutionStrategy& s, const std::string& v) {
+            RILL_CHECK(v == "auto" || v == "pause" || v == "yield", kInvalidArgument,
+                       "linger_poll \"", v, "\" is not \"auto\", \"pause\" or \"yield\"");
+            s.linger_poll = v == "pause"   ? LingerPoll::kPause
+                            : v == "yield" ? LingerPoll::kYield
+                                           : LingerPoll::kAuto;
+          },
+          "How an idle thread polls while it lingers: \"auto\", \"pause\" or \"yield\".")
+      .def_property(
+          "spin_before_sleep_us",
+          [](const ExecutionStrategy& s) { return s.spin_before_sleep.count(); },
+          [](ExecutionStrategy& s, int64_t us) {
+            RILL_CHECK(us >= 0, kInvalidArgument, "spin_before_sleep_us must be >= 0, is ", us);
+            s.spin_before_sleep = std::chrono::microseconds(us);
+          },
+          "How long an idle stream polls before its thread sleeps.")
+      .def_property(
+          "watchdog_timeout_ms",
+          [](const ExecutionStrategy& s) { return s.watchdog_timeout.count(); },
+          [](ExecutionStrategy& s, int64_t ms) {
+            RILL_CHECK(ms >= 0, kInvalidArgument, "watchdog_timeout_ms must be >= 0, is ", ms);
+            s.watchdog_timeout = std::chrono::milliseconds(ms);
+          },
+          "An iteration with no op finishing this long is reported, and failed when no op "
+          "runs (0: no watchdog).");
+  py::class_<BuildStrategy>(module, "BuildStrategy",
+                            "How the graph of several places is built (rill/build_strategy.h).")
+      .def(py::init<>())
+      .def_property(
+          "reduce_strategy",
+          [](const BuildStrategy& b) {
+            return b.reduce == ReduceStrategy::kReduce ? "reduce" : "allreduce";
+          },
+          [](BuildStrategy& b, const std::string& v) {
+            RILL_CHECK(v == "allreduce" || v == "reduce", kInvalidArgument, "reduce_strategy \"", v,
+                       "\" is neither \"allreduce\" nor \"reduce\"");
+            b.reduce = v == "reduce" ? ReduceStrategy::kReduce : ReduceStrategy::kAllReduce;
+          },
+          "\"allreduce\" (every place updates its copy) or \"reduce\" (each parameter once, on "
+          "its owner place).")
+      .def_readwrite("fuse_bytes", &BuildStrategy::fuse_bytes,
+                     "Gradients merged between places in buckets of up to this many bytes.")
+      .def_readwrite("process_fuse_bytes", &BuildStrategy::process_fuse_bytes,
+                     "The same across processes (a process group's allreduce).")
+      .def_property(
+          "gradient_compression",
+          [](const BuildStrategy& b) { return GradientCompressionName(b.gradient_compression); },
+          [](BuildStrategy& b, const std::string& v) {
+            b.gradient_compression = ParseGradientCompression(v);
+          },
+          "\"none\", \"int8\" or \"int4\": large float32 gradients quantized for merges.")
+      .def_readwrite("compression_min_elements", &BuildStrategy::compression_min_elements,
+                     "Gradients with fewer elements stay float32.");
+}
+
 void BindExecutors(py::module_& module) {
   BindScope(module);
+  BindStrategies(module);
   BindProcessGroup(module);
   BindParameterServers(module);
   BindCheckpoints(module);
@@ -585,11 +670,10 @@ void BindExecutors(py::module_& module) {
       .def("run", &PythonExecutor::Run, py::arg("program"), py::arg("scope"), py::arg("feed"),
            py::arg("fetch_list"));
   py::class_<PythonParallelExecutor>(module, "ParallelExecutor", "The actor executor.")
-      .def(py::init<const Program&, py::object, const py::object&, int, const std::string&,
-                    const std::string&, std::shared_ptr<ProcessGroup>>(),
-           py::arg("program"), py::arg("scope"), py::arg("places"), py::arg("num_threads") = 0,
-           py::arg("strategy") = "allreduce", py::arg("gradient_compression") = "none",
-           py::arg("process_group") = nullptr)
+      .def(py::init<const Program&, py::object, const py::object&, const ExecutionStrategy&,
+                    const BuildStrategy&, std::shared_ptr<ProcessGroup>>(),
+           py::arg("program"), py::arg("scope"), py::arg("places"), py::arg("exec_strategy"),
+           py::arg("build_strategy"), py::arg("process_group") = nullptr)
       .def("run", &PythonParallelExecutor::Run, py::arg("feed"), py::arg("fetch_list"))
       .def(
           "run_async",

@@ -35,7 +35,8 @@ from rill.framework import (Program, Variable, program_guard, default_main_progr
 from rill import layers
 from rill import optimizer
 from rill.optimizer import SGD, Momentum, Adam, append_backward
-from rill.executor import Executor, ParallelExecutor, global_scope
+from rill.executor import (Executor, ParallelExecutor, ExecutionStrategy, BuildStrategy,
+                           global_scope)
 from rill.io import save_checkpoint, load_checkpoint
 from rill.tracing import trace
 from rill import datasets
@@ -46,7 +47,8 @@ __all__ = [
     "UnimplementedError", "InternalError", "IoError", "TimeoutError", "UnavailableError",
     "CancelledError", "Scope", "Program", "Variable", "program_guard", "default_main_program",
     "default_startup_program", "load_program", "save_program", "layers", "optimizer", "SGD",
-    "Momentum", "Adam", "append_backward", "Executor", "ParallelExecutor", "global_scope",
+    "Momentum", "Adam", "append_backward", "Executor", "ParallelExecutor", "ExecutionStrategy",
+    "BuildStrategy", "global_scope",
     "save_checkpoint", "load_checkpoint", "version", "trace", "datasets", "load_plugin", "register_op",
     "distributed"
 ]

@@ -23,6 +23,28 @@ def global_scope():
     return _global_scope
 
 
+ExecutionStrategy = _core.ExecutionStrategy
+BuildStrategy = _core.BuildStrategy
+
+
+def _with(given, kind, name, **shorthands):
+    """`given` (a `kind`, or None for the defaults) with the shorthands that
+    are not None set on a copy."""
+    chosen = {k: v for k, v in shorthands.items() if v is not None}
+    if given is not None and chosen:
+        raise ValueError("give %s= or %s, not both" % (name, ", ".join(k + "=" for k in chosen)))
+    if given is not None and not isinstance(given, kind):
+        raise TypeError("%s must be a rill.%s" % (name, kind.__name__))
+    made = kind()
+    if given is not None:
+        for field in dir(kind):
+            if not field.startswith("_"):
+                setattr(made, field, getattr(given, field))
+    for field, value in chosen.items():
+        setattr(made, field, value)
+    return made
+
+
 def _names(fetch_list):
     return [f if isinstance(f, str) else f.name for f in (fetch_list or [])]
 
@@ -46,7 +68,11 @@ class Executor:
 
 class ParallelExecutor:
     """Rill's actor executor: the program's ops run out of order on a pool of
-    threads, with the numbers of the reference executor. With several places
+    threads, with the numbers of the reference executor. Its settings are an
+    ExecutionStrategy (`exec_strategy=`; `num_threads=` is a shorthand for its
+    field) and a BuildStrategy (`build_strategy=`; `strategy=` and
+    `gradient_compression=` are shorthands for reduce_strategy and
+    gradient_compression); a shorthand and the object together are refused. With several places
     ("cpu:2", or a list such as ["acpu:0", "acpu:1"]) each runs the program on
     its slice of the batch and the gradients are merged.
 
@@ -65,13 +91,19 @@ class ParallelExecutor:
     places per rank need strategy="reduce" (the places reduce into one copy,
     which the rank merges once)."""
 
-    def __init__(self, program=None, places="cpu", scope=None, num_threads=0,
-                 strategy="allreduce", gradient_compression="none", process_group=None):
+    def __init__(self, program=None, places="cpu", scope=None, num_threads=None,
+                 strategy=None, gradient_compression=None, process_group=None,
+                 exec_strategy=None, build_strategy=None):
         program = program if program is not None else default_main_program()
         scope = scope if scope is not None else _global_scope
         group = process_group._group if process_group is not None else None
-        self._executor = _core.ParallelExecutor(program, scope, places, num_threads, strategy,
-                                                gradient_compression, group)
+        exec_strategy = _with(exec_strategy, ExecutionStrategy, "exec_strategy",
+                              num_threads=num_threads)
+        build_strategy = _with(build_strategy, BuildStrategy, "build_strategy",
+                               reduce_strategy=strategy,
+                               gradient_compression=gradient_compression)
+        self._executor = _core.ParallelExecutor(program, scope, places, exec_strategy,
+                                                build_strategy, group)
 
     def run(self, fetch_list=None, feed=None):
         """Runs one step; returns the fetched values as ndarrays (losses averaged

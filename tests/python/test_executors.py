@@ -273,6 +273,49 @@ def test_ten_thousand_steps_leak_no_arrays(kind):
     assert sys.getrefcount(data["x"]) <= references + 1
 
 
+def test_strategy_objects_configure_the_parallel_executor():
+    """ExecutionStrategy and BuildStrategy reach the C++ executor: the reduce
+    strategy with int8 compression (which changes the numbers) and 1 thread give
+    what the shorthands give; bad values and a shorthand beside its object are
+    refused."""
+    main, startup, loss = build()
+
+    def losses(**settings):
+        scope = rill.Scope()
+        rill.Executor().run(startup, scope=scope)
+        exe = rill.ParallelExecutor(main, places="cpu:2", scope=scope, **settings)
+        return [exe.run([loss], feed=feed(step))[0] for step in range(3)]
+
+    exec_strategy = rill.ExecutionStrategy()
+    exec_strategy.num_threads = 1
+    exec_strategy.dependency_wait = "stream_sync"
+    exec_strategy.watchdog_timeout_ms = 5000
+    build_strategy = rill.BuildStrategy()
+    build_strategy.reduce_strategy = "reduce"
+    build_strategy.gradient_compression = "int8"
+    build_strategy.compression_min_elements = 1
+    build_strategy.fuse_bytes = 0
+    assert (build_strategy.reduce_strategy, exec_strategy.dependency_wait) == ("reduce",
+                                                                              "stream_sync")
+    by_objects = losses(exec_strategy=exec_strategy, build_strategy=build_strategy)
+    plain = losses()
+    assert not np.array_equal(by_objects[2], plain[2])  # int8 merges: other numbers
+    shorthand = rill.BuildStrategy()
+    shorthand.compression_min_elements = 1
+    shorthand.fuse_bytes = 0
+    shorthand.reduce_strategy = "reduce"
+    shorthand.gradient_compression = "int8"
+    np.testing.assert_array_equal(
+        by_objects, losses(num_threads=1, build_strategy=shorthand))
+    with pytest.raises(rill.InvalidArgumentError, match="neither"):
+        build_strategy.reduce_strategy = "sum"
+    with pytest.raises(rill.InvalidArgumentError):
+        build_strategy.gradient_compression = "int3"
+    with pytest.raises(ValueError, match="not both"):
+        rill.ParallelExecutor(main, places="cpu:2", strategy="reduce",
+                              build_strategy=build_strategy)
+
+
 def test_run_async_gives_what_run_gives():
     main, startup, loss = build()
     scopes = [rill.Scope(), rill.Scope()]
