@@ -15,11 +15,13 @@
 // Data parallel: each place normalises its own slice of the batch with its
 // slice's statistics and updates its own copy of the running statistics
 // (as Fluid and PyTorch DDP do by default); see runtime/graph/data_parallel.h.
+// sync_batch_norm (sync_batch_norm_op.cc) takes the statistics of the whole
+// batch across the places instead.
 #include <cmath>
 #include <vector>
 
+#include "ops/nn/batch_norm_channels.h"
 #include "ops/nn/batch_norm_util.h"
-#include "ops/nn/lane_sum.h"
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
@@ -28,88 +30,28 @@
 namespace rill {
 namespace {
 
-// Sum over channel c's elements (every image, the whole plane) of term(i), i
-// an index into X.
-template <class T, class Term>
-T ChannelSum(const BatchNormDims& d, int64_t c, Term term) {
-  T total = T(0);
-  for (int64_t n = 0; n < d.n; ++n) {
-    const int64_t base = (n * d.c + c) * d.hw;
-    total += LaneSum<T>(d.hw, [&](int64_t i) { return term(base + i); });
-  }
-  return total;
-}
-
-// out[i] = a[c] * u[i] + b[c] * v[i] + k[c] over X's layout (v may be null: 0).
-template <class T>
-void ChannelAffine(const BatchNormDims& d, const T* a, const T* u, const T* b, const T* v,
-                   const T* k, T* out) {
-  for (int64_t n = 0; n < d.n; ++n) {
-    for (int64_t c = 0; c < d.c; ++c) {
-      const int64_t base = (n * d.c + c) * d.hw;
-      const T ac = a[c], kc = k[c];
-      if (v == nullptr) {
-        for (int64_t i = 0; i < d.hw; ++i) out[base + i] = ac * u[base + i] + kc;
-      } else {
-        const T bc = b[c];
-        for (int64_t i = 0; i < d.hw; ++i) out[base + i] = ac * u[base + i] + bc * v[base + i] + kc;
-      }
-    }
-  }
-}
-
 void BatchNormKernel(KernelContext& ctx) {
   const BatchNormForward f = CheckBatchNormKernel(ctx);
   const BatchNormDims& d = f.dims;
   VisitFloatType(f.x->dtype(), [&]<class T>() {
     const T* x = f.x->data<T>();
-    const T* scale = f.scale->data<T>();
-    const T* bias = f.bias->data<T>();
-    const Shape x_shape = f.x->shape();
     const size_t c = static_cast<size_t>(d.c);
-    // Read before any output is allocated: MeanOut is Mean, VarianceOut Variance.
     std::vector<T> running_mean(f.mean->data<T>(), f.mean->data<T>() + c);
     std::vector<T> running_var(f.variance->data<T>(), f.variance->data<T>() + c);
-    std::vector<T> mean(c), var(c), inv_std(c), a(c), k(c);
-    const T eps = static_cast<T>(f.epsilon);
-    for (size_t ch = 0; ch < c; ++ch) {
-      if (f.is_test) {
-        mean[ch] = running_mean[ch];
-        var[ch] = running_var[ch];
-      } else {
-        const T count = static_cast<T>(d.per_channel());
-        const int64_t i64 = static_cast<int64_t>(ch);
-        mean[ch] = ChannelSum<T>(d, i64, [&](int64_t i) { return x[i]; }) / count;
-        const T m = mean[ch];
-        var[ch] = ChannelSum<T>(d, i64,
-                                [&](int64_t i) {
-                                  const T u = x[i] - m;
-                                  return u * u;
-                                }) /
-                  count;
-      }
-      inv_std[ch] = T(1) / std::sqrt(var[ch] + eps);
-      a[ch] = scale[ch] * inv_std[ch];
-      k[ch] = bias[ch] - mean[ch] * a[ch];
+    std::vector<T> mean = running_mean, var = running_var;
+    for (size_t ch = 0; ch < c && !f.is_test; ++ch) {
+      const T count = static_cast<T>(d.per_channel());
+      const int64_t i64 = static_cast<int64_t>(ch);
+      mean[ch] = ChannelSum<T>(d, i64, [&](int64_t i) { return x[i]; }) / count;
+      const T m = mean[ch];
+      var[ch] = ChannelSum<T>(d, i64,
+                              [&](int64_t i) {
+                                const T u = x[i] - m;
+                                return u * u;
+                              }) /
+                count;
     }
-    T* y = ctx.Output("Y")->Allocate<T>(x_shape);
-    ChannelAffine<T>(d, a.data(), x, nullptr, nullptr, k.data(), y);
-    const T momentum = static_cast<T>(f.momentum);
-    T* mean_out = ctx.Output("MeanOut")->Allocate<T>({d.c});
-    T* var_out = ctx.Output("VarianceOut")->Allocate<T>({d.c});
-    T* saved_mean = ctx.Output("SavedMean")->Allocate<T>({d.c});
-    T* saved_inv_std = ctx.Output("SavedVariance")->Allocate<T>({d.c});
-    for (size_t ch = 0; ch < c; ++ch) {
-      if (f.is_test) {
-        mean_out[ch] = running_mean[ch];
-        var_out[ch] = running_var[ch];
-      } else {
-        mean_out[ch] = momentum * running_mean[ch] + (T(1) - momentum) * mean[ch];
-        var_out[ch] = momentum * running_var[ch] + (T(1) - momentum) * var[ch];
-      }
-      saved_mean[ch] = mean[ch];
-      saved_inv_std[ch] = inv_std[ch];
-    }
+    WriteBatchNormOutputs<T>(ctx, f, running_mean, running_var, mean, var);
   });
 }
 

@@ -27,38 +27,36 @@ BatchNormDims BatchNormDimsOf(const char* op, const std::string& x_name, const S
   return d;
 }
 
-BatchNormForward CheckBatchNormKernel(const KernelContext& ctx) {
-  constexpr const char* kOp = "batch_norm";
+BatchNormForward CheckBatchNormKernel(const KernelContext& ctx, const char* op) {
   BatchNormForward f;
   f.x = &ctx.Input("X");
-  f.dims = BatchNormDimsOf(kOp, ctx.InputName("X"), f.x->shape());
+  f.dims = BatchNormDimsOf(op, ctx.InputName("X"), f.x->shape());
   const DataType dtype = f.x->dtype();
-  f.scale = &ChannelVector(ctx, kOp, "Scale", f.dims.c, dtype);
-  f.bias = &ChannelVector(ctx, kOp, "Bias", f.dims.c, dtype);
-  f.mean = &ChannelVector(ctx, kOp, "Mean", f.dims.c, dtype);
-  f.variance = &ChannelVector(ctx, kOp, "Variance", f.dims.c, dtype);
+  f.scale = &ChannelVector(ctx, op, "Scale", f.dims.c, dtype);
+  f.bias = &ChannelVector(ctx, op, "Bias", f.dims.c, dtype);
+  f.mean = &ChannelVector(ctx, op, "Mean", f.dims.c, dtype);
+  f.variance = &ChannelVector(ctx, op, "Variance", f.dims.c, dtype);
   f.momentum = ctx.Attr<float>("momentum");
   f.epsilon = ctx.Attr<float>("epsilon");
   f.is_test = ctx.Attr<bool>("is_test");
-  RILL_CHECK(f.is_test || f.dims.per_channel() > 0, kInvalidArgument, kOp, ": X (",
+  RILL_CHECK(f.is_test || f.dims.per_channel() > 0, kInvalidArgument, op, ": X (",
              ctx.InputName("X"), ") ", f.x->Describe(),
              " has no elements to take batch statistics over");
   return f;
 }
 
-BatchNormBackward CheckBatchNormGradKernel(const KernelContext& ctx) {
-  constexpr const char* kOp = "batch_norm_grad";
+BatchNormBackward CheckBatchNormGradKernel(const KernelContext& ctx, const char* op) {
   BatchNormBackward b;
   b.x = &ctx.Input("X");
-  b.dims = BatchNormDimsOf(kOp, ctx.InputName("X"), b.x->shape());
+  b.dims = BatchNormDimsOf(op, ctx.InputName("X"), b.x->shape());
   const DataType dtype = b.x->dtype();
-  b.scale = &ChannelVector(ctx, kOp, "Scale", b.dims.c, dtype);
-  b.saved_mean = &ChannelVector(ctx, kOp, "SavedMean", b.dims.c, dtype);
-  b.saved_inv_std = &ChannelVector(ctx, kOp, "SavedVariance", b.dims.c, dtype);
+  b.scale = &ChannelVector(ctx, op, "Scale", b.dims.c, dtype);
+  b.saved_mean = &ChannelVector(ctx, op, "SavedMean", b.dims.c, dtype);
+  b.saved_inv_std = &ChannelVector(ctx, op, "SavedVariance", b.dims.c, dtype);
   b.is_test = ctx.Attr<bool>("is_test");
   if (ctx.InputReady("Y@GRAD")) {
     b.dy = &ctx.Input("Y@GRAD");
-    RILL_CHECK(b.dy->shape() == b.x->shape() && b.dy->dtype() == dtype, kInvalidArgument, kOp,
+    RILL_CHECK(b.dy->shape() == b.x->shape() && b.dy->dtype() == dtype, kInvalidArgument, op,
                ": Y@GRAD (", ctx.InputName("Y@GRAD"), ") is ", b.dy->Describe(), " but X is ",
                b.x->Describe());
   }

@@ -38,7 +38,8 @@ struct BatchNormForward {
   float epsilon = 1e-5f;
   bool is_test = false;
 };
-BatchNormForward CheckBatchNormKernel(const KernelContext& ctx);
+// `op` names the op in errors.
+BatchNormForward CheckBatchNormKernel(const KernelContext& ctx, const char* op = "batch_norm");
 
 // batch_norm_grad's inputs, checked: Scale, SavedMean and SavedVariance (the
 // inverse standard deviation) are [C] of X's type, Y@GRAD (null when absent:
@@ -52,6 +53,7 @@ struct BatchNormBackward {
   BatchNormDims dims;
   bool is_test = false;
 };
-BatchNormBackward CheckBatchNormGradKernel(const KernelContext& ctx);
+BatchNormBackward CheckBatchNormGradKernel(const KernelContext& ctx,
+                                           const char* op = "batch_norm_grad");
 
 }  // namespace rill

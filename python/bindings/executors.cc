@@ -434,14 +434,14 @@ WireLimits LimitsFor(int64_t max_message_mb) {
 // wait without the GIL.
 class PythonParameterServer {
  public:
-  PythonParameterServer(const Program& main, const Program& startup,
-                        ParameterServerOptions options, int threads) {
+  PythonParameterServer(const Program& main, const Program& startup, ParameterServerOptions options,
+                        int threads) {
     RILL_CHECK(threads >= 1, kInvalidArgument, "threads must be at least 1, is ", threads);
     proto::ProgramDesc main_desc = main.desc(), startup_desc = startup.desc();
     py::gil_scoped_release released;  // the startup program and a checkpoint's load
     runtime_ = std::make_shared<Runtime>(threads, 1);
-    server_ = std::make_unique<ParameterServer>(main_desc, startup_desc, std::move(options),
-                                                runtime_);
+    server_ =
+        std::make_unique<ParameterServer>(main_desc, startup_desc, std::move(options), runtime_);
   }
   ~PythonParameterServer() {
     py::gil_scoped_release released;
@@ -553,8 +553,9 @@ void BindParameterServers(py::module_& module) {
       .def_property_readonly("start_step",
                              [](PythonTrainerClient& c) { return c.client().start_step(); })
       .def_property_readonly("step", [](PythonTrainerClient& c) { return c.client().step(); })
-      .def("set_step", [](PythonTrainerClient& c, int64_t step) { c.client().set_step(step); },
-           py::arg("step"))
+      .def(
+          "set_step", [](PythonTrainerClient& c, int64_t step) { c.client().set_step(step); },
+          py::arg("step"))
       .def("describe", [](PythonTrainerClient& c) { return c.client().Describe(); })
       .def("counters",
            [](PythonTrainerClient& c) {
@@ -592,8 +593,8 @@ void BindStrategies(py::module_& module) {
             return s.dependency_wait == DependencyWait::kEvent ? "event" : "stream_sync";
           },
           [](ExecutionStrategy& s, const std::string& v) {
-            RILL_CHECK(v == "event" || v == "stream_sync", kInvalidArgument,
-                       "dependency_wait \"", v, "\" is neither \"event\" nor \"stream_sync\"");
+            RILL_CHECK(v == "event" || v == "stream_sync", kInvalidArgument, "dependency_wait \"",
+                       v, "\" is neither \"event\" nor \"stream_sync\"");
             s.dependency_wait = v == "event" ? DependencyWait::kEvent : DependencyWait::kStreamSync;
           },
           "How an op waits for a producer on another stream: \"event\" or \"stream_sync\".")

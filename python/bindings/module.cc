@@ -191,10 +191,17 @@ void BindBuilder(py::module_& module) {
            })
       .def("pool2d", &B::Pool2d)
       .def("dropout", &B::Dropout)
-      .def("batch_norm",
-           [](B& b, const Var& x, const std::string& act, float momentum, float epsilon) {
-             return b.BatchNorm(x, ParseActivation(act), momentum, epsilon);
-           })
+      .def(
+          "batch_norm",
+          [](B& b, const Var& x, const std::string& act, float momentum, float epsilon, bool sync) {
+            const bool before = b.sync_batch_norm();
+            b.set_sync_batch_norm(sync);
+            Var y = b.BatchNorm(x, ParseActivation(act), momentum, epsilon);
+            b.set_sync_batch_norm(before);
+            return y;
+          },
+          py::arg("x"), py::arg("act"), py::arg("momentum"), py::arg("epsilon"),
+          py::arg("sync") = false)
       .def("layer_norm", &B::LayerNorm)
       .def("softmax", py::overload_cast<const Var&, int>(&B::Softmax))
       .def("masked_softmax", &B::MaskedSoftmax)

@@ -79,8 +79,7 @@ void CallPythonKernel(KernelContext& ctx, const std::string& type, const char* w
       if (!shapes.empty()) {
         RILL_CHECK(out.shape() == shapes[i]->shape() && out.dtype() == shapes[i]->dtype(),
                    kInvalidArgument, "the Python ", what, " of op ", type, " returned ",
-                   out.Describe(), " for ", slots[i], ", which must be ",
-                   shapes[i]->Describe());
+                   out.Describe(), " for ", slots[i], ", which must be ", shapes[i]->Describe());
       }
       *ctx.Output(slots[i]) = std::move(out);
     };
@@ -163,8 +162,8 @@ OpSchema PythonGradSchema(const std::string& type, const std::vector<std::string
 // outputs are copied in.
 void RegisterPythonOp(const std::string& type, const std::vector<std::string>& inputs,
                       const std::vector<std::string>& outputs, const py::function& kernel,
-                      const py::object& infer_shape, const std::string& doc,
-                      const py::object& grad, const std::vector<std::string>& no_grad) {
+                      const py::object& infer_shape, const std::string& doc, const py::object& grad,
+                      const std::vector<std::string>& no_grad) {
   RILL_CHECK(!inputs.empty() && !outputs.empty(), kInvalidArgument, "op ", type,
              ": a Python op needs an input and an output");
   std::vector<std::string> differentiable;
@@ -186,11 +185,12 @@ void RegisterPythonOp(const std::string& type, const std::vector<std::string>& i
   OpSchema schema(type);
   schema.Doc(doc.empty() ? "an op whose kernel is a Python function" : doc);
   for (const std::string& slot : inputs) {
-    const bool flows = has_grad && std::find(differentiable.begin(), differentiable.end(),
-                                             slot) != differentiable.end();
+    const bool flows = has_grad && std::find(differentiable.begin(), differentiable.end(), slot) !=
+                                       differentiable.end();
     schema.Input(slot, "input", flows ? 0u : kNoGradient);
   }
-  for (const std::string& slot : outputs) schema.Output(slot, "output", has_grad ? 0u : kNoGradient);
+  for (const std::string& slot : outputs)
+    schema.Output(slot, "output", has_grad ? 0u : kNoGradient);
   schema.InferShape([=](ShapeContext& ctx) {
     py::gil_scoped_acquire gil;
     if (shapes->is_none()) {
@@ -227,8 +227,8 @@ void RegisterPythonOp(const std::string& type, const std::vector<std::string>& i
   std::vector<OpSchema> schemas;
   if (has_grad) {
     schema.DefaultGrad();
-    schemas.push_back(PythonGradSchema(type, inputs, outputs, differentiable,
-                                       new py::object(grad)));
+    schemas.push_back(
+        PythonGradSchema(type, inputs, outputs, differentiable, new py::object(grad)));
   }
   schemas.insert(schemas.begin(), std::move(schema));
   RegisterOps(std::move(schemas));

@@ -79,13 +79,18 @@ def gelu(x):
     return _activation(x, "gelu")
 
 
-def batch_norm(input, act=None, momentum=0.9, epsilon=1e-05):
+def batch_norm(input, act=None, momentum=0.9, epsilon=1e-05, sync=False):
     """Batch normalisation over the channels (dim 1) of [N, C] or NCHW `input`:
     a trained scale (1) and bias (0), and a running mean (0) and variance (1),
     persistable and not trained, that training moves towards each batch's
     statistics with `momentum`. Program.clone(for_test=True) normalises with
-    the running statistics. Then `act`."""
-    return _wrap(input.builder.batch_norm(input._var, act or "", momentum, epsilon),
+    the running statistics. Then `act`.
+
+    On several places (ParallelExecutor) each place normalises its own slice
+    of the batch, as Fluid and PyTorch DDP do by default; with `sync` every
+    place normalises with the whole batch's statistics (sync_batch_norm: the
+    places' sums are merged in the forward and the backward pass)."""
+    return _wrap(input.builder.batch_norm(input._var, act or "", momentum, epsilon, sync),
                  input.builder)
 
 

@@ -266,7 +266,15 @@ DataParallelPlan PlanDataParallel(const proto::ProgramDesc& program, int block_i
     *block->add_ops() = std::move(*ops->Mutable(i));
     for (auto& extra : after[i]) *block->add_ops() = std::move(extra);
   }
-  plan.collectives = static_cast<int>(buckets.size());
+  // sync_places_sum (sync_batch_norm's sums) is an allreduce of its variable
+  // too. Every collective is numbered in program order, the order the places
+  // issue them (the buckets' numbers stay as AddMerges gave them).
+  int64_t order = 0;
+  for (auto& op : *block->mutable_ops()) {
+    if (op.type() == kSyncPlacesSumOp) op.set_type("allreduce");
+    if (op.type() == "allreduce" || op.type() == "reduce") SetAttr(&op, "order", order++);
+  }
+  plan.collectives = static_cast<int>(order);
 
   for (const auto& op : block->ops()) {
     OpPlacement placement;

@@ -23,8 +23,11 @@
 //     touches them (they are not gradients). Place 0's copy is the scope's,
 //     the one a checkpoint saves. So with N places each batch_norm
 //     normalises its own slice and keeps its own running statistics, as
-//     Fluid's and PyTorch DDP's batch norm do by default; merging the
-//     statistics across places (sync_batch_norm) is not done here.
+//     Fluid's and PyTorch DDP's batch norm do by default;
+//   - sync_batch_norm (Builder::set_sync_batch_norm) sums its statistics over
+//     the places instead: its sync_places_sum ops become "allreduce"
+//     collectives of their variable, and every collective is numbered in
+//     program order (so the running statistics stay alike on every place).
 // With one place the plan leaves the program as it is.
 #pragma once
 
@@ -75,6 +78,7 @@ struct DataParallelPlan {
 
 inline constexpr const char* kLossScaleVar = "@LOSS_SCALE@";
 inline constexpr const char* kProcessAllreduceOp = "process_allreduce";
+inline constexpr const char* kSyncPlacesSumOp = "sync_places_sum";
 
 // Data parallelism across processes (rill/process_group.h, `rill train
 // --collective`): a copy of `program` with a "process_allreduce" op after the

@@ -18,17 +18,27 @@ Var Builder::BatchNorm(const Var& x, Activation act, float momentum, float epsil
   // data-parallel run keeps its own copy (data_parallel.h).
   Var mean = Persistable(name + ".mean", {channels}, 0, x.dtype);
   Var variance = Persistable(name + ".variance", {channels}, 1, x.dtype);
+  VarSlots inputs = {
+      {"X", {x}}, {"Scale", {scale}}, {"Bias", {bias}}, {"Mean", {mean}}, {"Variance", {variance}}};
+  std::string grad_stats;
+  if (sync_batch_norm_) {
+    // The whole batch's sums: this place's, then summed over the places.
+    Var stats = AppendOp("batch_norm_stats", {{"X", {x}}}, {{"Stats", 1}})[0];
+    AppendOpTo("sync_places_sum", {{"X", {stats}}}, {{"Out", {stats}}});
+    inputs.push_back({"Stats", {stats}});
+    // What the gradient's sums go through (sync_batch_norm's grad maker).
+    grad_stats = Variable(name + ".grad_stats", {2 * channels}, DataType::kFloat64).name;
+    // batch_norm's outputs take a name of this prefix: take it here too, so that
+    // later layers' parameters are named alike with and without sync (one checkpoint serves both).
+    main_->UniqueName("batch_norm");
+  }
   Var y =
-      AppendOpUpdating("batch_norm",
-                       {{"X", {x}},
-                        {"Scale", {scale}},
-                        {"Bias", {bias}},
-                        {"Mean", {mean}},
-                        {"Variance", {variance}}},
+      AppendOpUpdating(sync_batch_norm_ ? "sync_batch_norm" : "batch_norm", inputs,
                        {{"Y", 1}, {"SavedMean", 1}, {"SavedVariance", 1}},
                        {{"MeanOut", {mean}}, {"VarianceOut", {variance}}}, [&](proto::OpDesc* op) {
                          SetAttr(op, "momentum", momentum);
                          SetAttr(op, "epsilon", epsilon);
+                         if (!grad_stats.empty()) SetAttr(op, "grad_stats", grad_stats);
                        })[0];
   return Activate(y, act);
 }

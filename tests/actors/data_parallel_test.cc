@@ -36,8 +36,10 @@ struct Trained {
   std::vector<double> losses;
 };
 
+// With `persistables`, every persistable variable (parameters, running
+// statistics, optimizer state: the scope's copy, place 0's), not only the parameters.
 Trained Train(const Model& model, int places, ReduceStrategy reduce, int64_t batch, int steps = 20,
-              int64_t fuse_bytes = 256 * 1024) {
+              int64_t fuse_bytes = 256 * 1024, bool persistables = false) {
   Program main, startup;
   Builder b(&main, &startup, 11);
   Var loss = model.build(b);
@@ -58,7 +60,7 @@ Trained Train(const Model& model, int places, ReduceStrategy reduce, int64_t bat
     t.losses.push_back(exe.Run(model.feeds(s, batch), {loss.name})[0].GetAsDouble(0));
   }
   for (const auto& var : main.desc().blocks(0).vars()) {
-    if (!var.parameter()) continue;
+    if (!(persistables ? var.persistable() : var.parameter())) continue;
     t.names.push_back(var.name());
     t.values.push_back(scope.GetTensor(var.name()).Clone());
   }
@@ -123,6 +125,46 @@ TEST(DataParallelEdgeTest, UnevenAndTinyBatchesTrainLikeOnePlace) {
       ExpectClose(one, many, 1e-5);
     }
   }
+}
+
+// ||a - b|| / ||a|| of the largest of the variables named `prefix`...
+double LargestRelativeDifference(const Trained& a, const Trained& b, const std::string& prefix) {
+  double largest = 0;
+  for (size_t i = 0; i < a.names.size(); ++i) {
+    if (!a.names[i].starts_with(prefix)) continue;
+    double diff = 0, norm = 0;
+    for (int64_t k = 0; k < a.values[i].numel(); ++k) {
+      const double d = a.values[i].GetAsDouble(k) - b.values[i].GetAsDouble(k);
+      diff += d * d;
+      norm += a.values[i].GetAsDouble(k) * a.values[i].GetAsDouble(k);
+    }
+    largest = std::max(largest, std::sqrt(diff / std::max(norm, 1e-300)));
+  }
+  return largest;
+}
+
+// sync_batch_norm: N places normalise with the whole batch's statistics, so
+// they train like one place on it — parameters, running statistics and
+// optimizer state — for even and uneven splits and both strategies; on one
+// place it is batch_norm. Plain batch_norm on N places (each its own slice)
+// does not, which shows the comparison can fail.
+TEST(SyncBatchNormTest, PlacesTrainLikeOnePlaceOnTheWholeBatch) {
+  const Model sync = testing::SmallBatchNormCnn(/*sync=*/true);
+  const Model plain = testing::SmallBatchNormCnn(/*sync=*/false);
+  for (ReduceStrategy reduce : {ReduceStrategy::kAllReduce, ReduceStrategy::kReduce}) {
+    for (const auto& [places, batch] : {std::pair{2, 16}, std::pair{3, 7}}) {
+      SCOPED_TRACE(StrCat(places, " places, batch ", batch,
+                          reduce == ReduceStrategy::kReduce ? ", reduce" : ", allreduce"));
+      const Trained one = Train(sync, 1, reduce, batch, 8, 256 * 1024, true);
+      const Trained many = Train(sync, places, reduce, batch, 8, 256 * 1024, true);
+      ExpectClose(one, many, 1e-9);
+      const Trained each_own = Train(plain, places, reduce, batch, 8, 256 * 1024, true);
+      EXPECT_GT(LargestRelativeDifference(one, each_own, "batch_norm"), 1e-3);
+    }
+  }
+  const Trained batch_norm = Train(plain, 1, ReduceStrategy::kAllReduce, 16, 8, 256 * 1024, true);
+  const Trained one = Train(sync, 1, ReduceStrategy::kAllReduce, 16, 8, 256 * 1024, true);
+  ExpectClose(batch_norm, one, 1e-9);
 }
 
 TEST(DataParallelEdgeTest, SparseEmbeddingGradientsAreSelectedRowsAndTouchOnlyTheirRows) {

@@ -247,6 +247,35 @@ def test_convolution_and_pooling_match_numpy():
     assert avg_value.shape == (2, 3, 6, 6)
 
 
+@pytest.mark.parametrize("sync", [False, True])
+def test_batch_norm_on_two_places_normalises_each_slice_or_with_sync_the_whole_batch(sync):
+    rng = np.random.RandomState(6)
+    image = (rng.randn(6, 2, 3, 3) * 2 + 1).astype(np.float32)
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        x = layers.data("image", shape=[2, 3, 3])
+        y = layers.batch_norm(x, sync=sync)
+        loss = layers.mean(layers.fc(y, size=1))
+        rill.optimizer.SGD(learning_rate=0.1).minimize(loss)
+    scope = rill.Scope()
+    rill.Executor().run(startup, scope=scope)
+    got = rill.ParallelExecutor(main, places="cpu:2", scope=scope).run(
+        [y], feed={"image": image})[0]
+    wide = image.astype(np.float64)
+
+    def normalised(rows):
+        mean, var = rows.mean(axis=(0, 2, 3)), rows.var(axis=(0, 2, 3))
+        return (rows - mean.reshape(1, 2, 1, 1)) / np.sqrt(var.reshape(1, 2, 1, 1) + 1e-5), mean
+
+    if sync:  # the whole batch's statistics on both places
+        want, mean = normalised(wide)
+    else:  # each place its own three rows (place 0's running mean is the scope's)
+        want = np.concatenate([normalised(wide[:3])[0], normalised(wide[3:])[0]])
+        mean = normalised(wide[:3])[1]
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(scope.get("batch_norm_0.mean"), 0.1 * mean, rtol=1e-5, atol=1e-6)
+
+
 def test_normalisation_layers_match_numpy():
     rng = np.random.RandomState(5)
     image = (rng.randn(4, 2, 3, 3) * 2 + 1).astype(np.float32)

@@ -37,6 +37,28 @@ SmallModel SmallCnn() {
           }};
 }
 
+SmallModel SmallBatchNormCnn(bool sync) {
+  return {sync ? "sync_bn_cnn" : "bn_cnn",
+          [sync](Builder& b) {
+            b.set_sync_batch_norm(sync);
+            Var x = b.Data("image", {-1, 2, 6, 6}, kF64);
+            Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+            Var h = b.Conv2d(x, 3, 3, 1, 1, Activation::kNone, 1, /*bias=*/false);
+            h = b.Pool2d(b.BatchNorm(h, Activation::kRelu, 0.8f), 2);
+            // [N, C] too; after the tanh: a bias right before batch norm gets no gradient.
+            h = b.BatchNorm(b.Fc(h, 6, Activation::kTanh), Activation::kNone, 0.8f);
+            return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(h, 4), label));
+          },
+          [](int step, int64_t batch) {
+            // Shifted and scaled: batch norm has a mean and a variance to remove.
+            Tensor image = RandomTensor({batch, 2, 6, 6}, 900 + static_cast<uint64_t>(step));
+            for (int64_t i = 0; i < image.numel(); ++i) {
+              image.mutable_data<double>()[i] = 3 * image.data<double>()[i] + 1.5;
+            }
+            return FeedList{{"image", image}, {"label", CyclicLabels(batch, step, 4)}};
+          }};
+}
+
 SmallModel SmallEmbedding(bool sparse) {
   return {sparse ? "sparse" : "embedding",
           [sparse](Builder& b) {

@@ -21,6 +21,8 @@ struct SmallModel {
 
 SmallModel SmallMlp();
 SmallModel SmallCnn();
+// conv, batch norm, pool, fc, batch norm ([N, C]), fc; sync_batch_norm when `sync`.
+SmallModel SmallBatchNormCnn(bool sync);
 // The embedding's gradient is selected rows when `sparse`.
 SmallModel SmallEmbedding(bool sparse);
 // "mlp", "cnn", "embedding" or "sparse".

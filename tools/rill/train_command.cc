@@ -42,6 +42,7 @@ namespace {
 struct TrainOptions {
   std::string model = "mlp";
   std::string rnn = "fused";
+  bool sync_batch_norm = false;
   int epochs = 5;
   int batch = 64;
   double lr = 1e-3;
@@ -303,6 +304,7 @@ int Train(const TrainOptions& opt) {
 
   Program main, startup;
   Builder builder(&main, &startup, opt.seed);
+  builder.set_sync_batch_norm(opt.sync_batch_norm);
   Classifier model = BuildClassifier(builder, opt.model, opt.rnn == "fused");
   Program eval_program = main.CloneForTest();  // forward only, taken before backward is added
   const bool distributed = opt.role.role == "trainer";
@@ -648,6 +650,9 @@ Command AddTrainCommand(CLI::App& rill) {
                   "lstm and gru as one fused op, or unrolled over the steps into\n"
                   "matmul and elementwise ops")
       ->check(CLI::IsMember({"fused", "unrolled"}));
+  app->add_flag("--sync-batch-norm", opt->sync_batch_norm,
+                "batch norm (resnet) with the whole batch's statistics on every place\n"
+                "(sync_batch_norm), not each place's slice");
   app->add_option("--epochs", opt->epochs, "passes over the 60k training images")
       ->type_name("N")
       ->check(AtLeast(1));

@@ -139,8 +139,19 @@ class Builder {
   // mean (0) and variance (1), persistable and not trained, which the op
   // updates in place with `momentum` in training; Program::CloneForTest
   // makes it normalise with them. Then `act`.
+  // With set_sync_batch_norm(true) (before the layers are built) it is
+  // sync_batch_norm (ops/nn/sync_batch_norm_op.cc): in a data-parallel run
+  // every place normalises with the statistics of the whole batch, the
+  // places' sums merged in the forward and the backward pass, and the running
+  // statistics stay alike on every place. Otherwise each place normalises its
+  // own slice (as Fluid and PyTorch DDP do by default).
   Var BatchNorm(const Var& x, Activation act = Activation::kNone, float momentum = 0.9f,
                 float epsilon = 1e-5f);
+  Builder& set_sync_batch_norm(bool sync) {
+    sync_batch_norm_ = sync;
+    return *this;
+  }
+  bool sync_batch_norm() const { return sync_batch_norm_; }
   // Each row of x (the dims from begin_norm_axis on, known sizes) normalised,
   // times a scale (1) plus a bias (0) per element of a row, both trained.
   Var LayerNorm(const Var& x, int begin_norm_axis = 1, float epsilon = 1e-5f);
@@ -320,6 +331,7 @@ class Builder {
   Program* startup_;
   proto::OpRole role_ = proto::ROLE_FORWARD;
   int block_ = 0;  // the main program's block ops go to
+  bool sync_batch_norm_ = false;
 };
 
 }  // namespace rill
