@@ -1,6 +1,7 @@
 // The recurrent layers of Builder (builder.h): Lstm and Gru, fused into one
 // op each or unrolled over the steps into existing ops with shared weights
 // (there is no gradient through While blocks, so the unrolled form is static).
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,9 +38,48 @@ RecurrentWeights MakeRecurrentWeights(Builder& b, const std::string& name, const
   return w;
 }
 
+// The unrolled layers' step masks: for each step a [N] vector, 1 for the
+// sequences still running, 0 for those past their length; empty without a length.
+std::vector<Var> StepMasks(Builder& b, const std::optional<Var>& length, int64_t steps,
+                           DataType dtype) {
+  if (!length) return {};
+  std::vector<Var> masks =
+      b.Split(b.SequenceMask(*length, steps, dtype), static_cast<int>(steps), 1);
+  for (Var& m : masks) m = b.Reshape(m, {-1});
+  return masks;
+}
+
+// mask ? next : previous, per sequence (the mask is 0 or 1: exact), or next
+// without a mask; a missing previous state is 0.
+Var Keep(Builder& b, const std::vector<Var>& masks, int64_t t, const Var& next,
+         const std::optional<Var>& previous) {
+  if (masks.empty()) return next;
+  const Var& m = masks[static_cast<size_t>(t)];
+  Var kept = b.Mul(next, m, 0);
+  if (previous) kept = b.Add(kept, b.Mul(*previous, b.Scale(m, -1, 1), 0));
+  return kept;
+}
+
+// The layer's input slots, with Length when given.
+VarSlots RecurrentInputs(const Var& x, const RecurrentWeights& w,
+                         const std::optional<Var>& length) {
+  VarSlots inputs = {
+      {"X", {x}}, {"InputWeight", {w.input}}, {"HiddenWeight", {w.hidden}}, {"Bias", {w.bias}}};
+  if (length) inputs.push_back({"Length", {*length}});
+  return inputs;
+}
+
 }  // namespace
 
-RecurrentOutputs Builder::Lstm(const Var& x, int hidden, bool fused) {
+Var Builder::SequenceMask(const Var& length, int64_t maxlen, DataType dtype) {
+  return AppendOp("sequence_mask", {{"X", {length}}}, {{"Y", 1}}, [&](proto::OpDesc* op) {
+    SetAttr(op, "maxlen", static_cast<int>(maxlen));
+    SetAttr(op, "out_dtype", std::string(DataTypeName(dtype)));
+  })[0];
+}
+
+RecurrentOutputs Builder::Lstm(const Var& x, int hidden, bool fused,
+                               const std::optional<Var>& length) {
   const auto [steps, input] = StepsAndInput("lstm", x, hidden);
   const RecurrentWeights w =
       MakeRecurrentWeights(*this, main_->UniqueName("lstm"), x, input, hidden, 4);
@@ -62,13 +102,12 @@ RecurrentOutputs Builder::Lstm(const Var& x, int hidden, bool fused) {
   SetOutput(concat, "Out", {w.bias.name});
   SetAttr(concat, "axis", 0);
   if (fused) {
-    auto outs = AppendOp(
-        "lstm",
-        {{"X", {x}}, {"InputWeight", {w.input}}, {"HiddenWeight", {w.hidden}}, {"Bias", {w.bias}}},
-        {{"Out", 1}, {"LastH", 1}, {"LastC", 1}, {"Gates", 1}, {"Cells", 1}});
+    auto outs = AppendOp("lstm", RecurrentInputs(x, w, length),
+                         {{"Out", 1}, {"LastH", 1}, {"LastC", 1}, {"Gates", 1}, {"Cells", 1}});
     return {outs[0], outs[1], outs[2]};
   }
   std::vector<Var> xs = Split(x, static_cast<int>(steps), 1);
+  const std::vector<Var> masks = StepMasks(*this, length, steps, x.dtype);
   std::vector<Var> outs;
   Var h, c;
   for (int64_t t = 0; t < steps; ++t) {
@@ -76,41 +115,46 @@ RecurrentOutputs Builder::Lstm(const Var& x, int hidden, bool fused) {
     if (t > 0) pre = Add(pre, MatMul(h, w.hidden));  // h_{-1} = 0
     const std::vector<Var> g = Split(pre, 4, 1);     // i, f, g, o
     const Var ig = Mul(Sigmoid(g[0]), Tanh(g[2]));
-    c = t > 0 ? Add(Mul(Sigmoid(g[1]), c), ig) : ig;  // c_{-1} = 0
-    h = Mul(Sigmoid(g[3]), Tanh(c));
-    outs.push_back(Reshape(h, {-1, 1, hidden}));
+    const Var next_c = t > 0 ? Add(Mul(Sigmoid(g[1]), c), ig) : ig;  // c_{-1} = 0
+    const Var next_h = Mul(Sigmoid(g[3]), Tanh(next_c));
+    const std::optional<Var> previous_h = t > 0 ? std::optional<Var>(h) : std::nullopt;
+    c = Keep(*this, masks, t, next_c, t > 0 ? std::optional<Var>(c) : std::nullopt);
+    h = Keep(*this, masks, t, next_h, previous_h);
+    outs.push_back(Reshape(Keep(*this, masks, t, next_h, std::nullopt), {-1, 1, hidden}));
   }
   return {Concat(outs, 1), h, c};
 }
 
-RecurrentOutputs Builder::Gru(const Var& x, int hidden, bool fused) {
+RecurrentOutputs Builder::Gru(const Var& x, int hidden, bool fused,
+                              const std::optional<Var>& length) {
   const auto [steps, input] = StepsAndInput("gru", x, hidden);
   const RecurrentWeights w =
       MakeRecurrentWeights(*this, main_->UniqueName("gru"), x, input, hidden, 3);
   if (fused) {
-    auto outs = AppendOp(
-        "gru",
-        {{"X", {x}}, {"InputWeight", {w.input}}, {"HiddenWeight", {w.hidden}}, {"Bias", {w.bias}}},
-        {{"Out", 1}, {"LastH", 1}, {"Gates", 1}, {"HiddenProduct", 1}});
+    auto outs = AppendOp("gru", RecurrentInputs(x, w, length),
+                         {{"Out", 1}, {"LastH", 1}, {"Gates", 1}, {"HiddenProduct", 1}});
     return {outs[0], outs[1], Var{}};
   }
   std::vector<Var> xs = Split(x, static_cast<int>(steps), 1);
+  const std::vector<Var> masks = StepMasks(*this, length, steps, x.dtype);
   std::vector<Var> outs;
   Var h;
   for (int64_t t = 0; t < steps; ++t) {
     Var pre = Add(MatMul(Reshape(xs[static_cast<size_t>(t)], {-1, input}), w.input), w.bias);
     const std::vector<Var> gx = Split(pre, 3, 1);  // r, z, n of the input side
-    if (t == 0) {                                  // h_{-1} = 0: no recurrent term
+    Var next;
+    if (t == 0) {  // h_{-1} = 0: no recurrent term
       const Var n = Tanh(gx[2]);
-      h = Mul(Scale(Sigmoid(gx[1]), -1, 1), n);
+      next = Mul(Scale(Sigmoid(gx[1]), -1, 1), n);
     } else {
       const std::vector<Var> gh = Split(MatMul(h, w.hidden), 3, 1);
       const Var r = Sigmoid(Add(gx[0], gh[0]));
       const Var z = Sigmoid(Add(gx[1], gh[1]));
       const Var n = Tanh(Add(gx[2], Mul(r, gh[2])));
-      h = Add(Mul(Scale(z, -1, 1), n), Mul(z, h));  // (1 - z) n + z h
+      next = Add(Mul(Scale(z, -1, 1), n), Mul(z, h));  // (1 - z) n + z h
     }
-    outs.push_back(Reshape(h, {-1, 1, hidden}));
+    h = Keep(*this, masks, t, next, t > 0 ? std::optional<Var>(h) : std::nullopt);
+    outs.push_back(Reshape(Keep(*this, masks, t, next, std::nullopt), {-1, 1, hidden}));
   }
   return {Concat(outs, 1), h, Var{}};
 }

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,15 @@ struct Built {
 // every output (Out, the last states) so that each gets a gradient, or with
 // last_only the last hidden state alone (a classifier's: the gradients of
 // Out and of the last cell are then absent, which the fused ops read as zero).
-void Build(Built* built, bool lstm, bool fused, bool last_only) {
+// With `lengths`, the sequences are padded: the feed "length" gives their steps.
+void Build(Built* built, bool lstm, bool fused, bool last_only, bool lengths = false) {
   Builder b(&built->main, &built->startup, 7);
   Var x =
       b.Parameter("x", {kBatch, kSteps, kInput}, Initializer::Uniform(-1, 1), DataType::kFloat64);
-  const RecurrentOutputs r = lstm ? b.Lstm(x, kHidden, fused) : b.Gru(x, kHidden, fused);
+  std::optional<Var> length;
+  if (lengths) length = b.Data("length", {-1}, DataType::kInt64);
+  const RecurrentOutputs r =
+      lstm ? b.Lstm(x, kHidden, fused, length) : b.Gru(x, kHidden, fused, length);
   std::vector<Var> outs = {r.last_hidden};
   if (!last_only) outs.push_back(r.out);
   if (lstm && !last_only) outs.push_back(r.last_cell);
@@ -55,10 +60,18 @@ void ExpectClose(const Tensor& want, const Tensor& got, const std::string& what)
   }
 }
 
-void ExpectFusedMatchesUnrolled(bool lstm, bool last_only) {
+// Sequences of 4, 2 and 0 steps (of kSteps = 4) where the layer takes lengths.
+FeedList LengthFeed() {
+  Tensor length(DataType::kInt64, {kBatch});
+  const int64_t steps[kBatch] = {4, 2, 0};
+  for (int64_t n = 0; n < kBatch; ++n) length.mutable_data<int64_t>()[n] = steps[n];
+  return {{"length", length}};
+}
+
+void ExpectFusedMatchesUnrolled(bool lstm, bool last_only, bool lengths = false) {
   Built fused, unrolled;
-  Build(&fused, lstm, true, last_only);
-  Build(&unrolled, lstm, false, last_only);
+  Build(&fused, lstm, true, last_only, lengths);
+  Build(&unrolled, lstm, false, last_only, lengths);
   // Same parameters, and the unrolled program made of existing ops only.
   ASSERT_EQ(fused.fetches.size(), unrolled.fetches.size());
   const std::string name = lstm ? "lstm_0" : "gru_0";
@@ -85,14 +98,37 @@ void ExpectFusedMatchesUnrolled(bool lstm, bool last_only) {
     const std::string p = param[0] == '.' ? name + param : param;
     *unrolled_scope.Var(p)->mutable_tensor() = fused_scope.GetTensor(p).Clone();
   }
-  const auto want = exe.Run(unrolled.main.desc(), &unrolled_scope, {}, unrolled.fetches);
-  const auto got = exe.Run(fused.main.desc(), &fused_scope, {}, fused.fetches);
+  const FeedList feeds = lengths ? LengthFeed() : FeedList{};
+  const auto want = exe.Run(unrolled.main.desc(), &unrolled_scope, feeds, unrolled.fetches);
+  const auto got = exe.Run(fused.main.desc(), &fused_scope, feeds, fused.fetches);
   ASSERT_EQ(want.size(), got.size());
   for (size_t i = 0; i < want.size(); ++i) ExpectClose(want[i], got[i], fused.fetches[i]);
   // Not all zeros: the comparison sees the recurrence (fetch 0 is the last
   // hidden state, the last fetch the bias gradient).
-  EXPECT_GT(std::abs(got[0].GetAsDouble(got[0].numel() - 1)), 1e-3);
+  EXPECT_GT(std::abs(got[0].GetAsDouble(lengths ? 0 : got[0].numel() - 1)), 1e-3);
   EXPECT_GT(std::abs(got.back().GetAsDouble(0)), 1e-6);
+  if (!lengths || last_only) return;
+  // Out (fetch 1) is zero past each sequence's length, and the last hidden
+  // state (fetch 0) is Out's at its last real step (zero for the empty one).
+  const Tensor& last = got[0];
+  const Tensor& out = got[1];
+  const int64_t steps[kBatch] = {4, 2, 0};
+  for (int64_t n = 0; n < kBatch; ++n) {
+    for (int64_t t = 0; t < kSteps; ++t) {
+      for (int64_t j = 0; j < kHidden; ++j) {
+        const double v = out.GetAsDouble((n * kSteps + t) * kHidden + j);
+        if (t >= steps[n]) {
+          EXPECT_EQ(v, 0.0) << "sequence " << n << " step " << t;
+        }
+        if (t == steps[n] - 1) {
+          EXPECT_EQ(last.GetAsDouble(n * kHidden + j), v);
+        }
+      }
+    }
+    if (steps[n] == 0) {
+      EXPECT_EQ(last.GetAsDouble(n * kHidden), 0.0);
+    }
+  }
 }
 
 TEST(BuilderRnnTest, FusedLstmMatchesUnrolledCells) {
@@ -103,6 +139,37 @@ TEST(BuilderRnnTest, FusedLstmMatchesUnrolledCells) {
 TEST(BuilderRnnTest, FusedGruMatchesUnrolledCells) {
   ExpectFusedMatchesUnrolled(false, false);
   ExpectFusedMatchesUnrolled(false, true);
+}
+
+TEST(BuilderRnnTest, PaddedSequencesFusedMatchUnrolledWithMasks) {
+  for (bool lstm : {true, false}) {
+    SCOPED_TRACE(lstm ? "lstm" : "gru");
+    ExpectFusedMatchesUnrolled(lstm, false, true);
+    ExpectFusedMatchesUnrolled(lstm, true, true);
+  }
+}
+
+TEST(BuilderRnnTest, SequenceMaskRefusesLengthsOutsideTheSteps) {
+  Program main, startup;
+  Builder b(&main, &startup);
+  Var mask = b.SequenceMask(b.Data("length", {-1}, DataType::kInt64), 3, DataType::kFloat64);
+  EXPECT_EQ(mask.shape, (Shape{-1, 3}));
+  Scope scope;
+  Tensor good(DataType::kInt64, {2}), bad(DataType::kInt64, {2});
+  good.mutable_data<int64_t>()[0] = 3;
+  good.mutable_data<int64_t>()[1] = 1;
+  bad.mutable_data<int64_t>()[0] = 1;
+  bad.mutable_data<int64_t>()[1] = 4;
+  const Tensor got = Executor().Run(main.desc(), &scope, {{"length", good}}, {mask.name})[0];
+  const double want[] = {1, 1, 1, 1, 0, 0};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(got.GetAsDouble(i), want[i]) << i;
+  try {
+    Executor().Run(main.desc(), &scope, {{"length", bad}}, {mask.name});
+    FAIL() << "a length of 4 for 3 steps passed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("row 1 is 4, outside [0, 3]"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(BuilderRnnTest, InputNeedsKnownStepsAndFeatures) {

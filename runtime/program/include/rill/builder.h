@@ -173,8 +173,16 @@ class Builder {
   // sharing those parameters (same names and shapes: both variants train
   // from the same startup program). LSTM gates i, f, g, o; GRU gates r, z, n
   // as ops/nn/gru_op.cc describes.
-  RecurrentOutputs Lstm(const Var& x, int hidden, bool fused = true);
-  RecurrentOutputs Gru(const Var& x, int hidden, bool fused = true);
+  // With `length` (int64 [N], each sequence's steps, <= T: sequences padded
+  // to T), the steps past a sequence's length keep its state and output
+  // zeros, so last_hidden (and last_cell) are those after its last real
+  // step. Unrolled, the steps are masked with SequenceMask.
+  RecurrentOutputs Lstm(const Var& x, int hidden, bool fused = true,
+                        const std::optional<Var>& length = std::nullopt);
+  RecurrentOutputs Gru(const Var& x, int hidden, bool fused = true,
+                       const std::optional<Var>& length = std::nullopt);
+  // [N, maxlen] of dtype: 1 where step t < length[n] (int64 [N]), else 0.
+  Var SequenceMask(const Var& length, int64_t maxlen, DataType dtype = DataType::kFloat32);
   // Rows of a [vocab, dim] table picked by int64 ids. With is_sparse the
   // table's gradient holds only the looked-up rows (selected rows), which
   // SGD and Adam apply to those rows only.
