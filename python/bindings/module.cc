@@ -211,6 +211,22 @@ void BindBuilder(py::module_& module) {
               bool is_sparse) {
              return b.Embedding(ids, vocab, dim, ParseDataType(dtype), is_sparse);
            })
+      .def("lstm",
+           [](B& b, const Var& x, int hidden, bool fused, const std::optional<Var>& length) {
+             const RecurrentOutputs r = b.Lstm(x, hidden, fused, length);
+             return std::vector<Var>{r.out, r.last_hidden, r.last_cell};
+           })
+      .def("gru",
+           [](B& b, const Var& x, int hidden, bool fused, const std::optional<Var>& length) {
+             const RecurrentOutputs r = b.Gru(x, hidden, fused, length);
+             return std::vector<Var>{r.out, r.last_hidden};
+           })
+      .def("sequence_mask",
+           [](B& b, const Var& length, int64_t maxlen, const std::string& dtype) {
+             return b.SequenceMask(length, maxlen, ParseDataType(dtype));
+           })
+      .def("multi_head_self_attention", &B::MultiHeadSelfAttention)
+      .def("transformer_encoder_layer", &B::TransformerEncoderLayer)
       .def("reshape", &B::Reshape)
       .def("concat", &B::Concat)
       .def("split", &B::Split)

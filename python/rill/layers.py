@@ -173,6 +173,52 @@ def embedding(input, size, is_sparse=False, dtype="float32"):
                  input.builder)
 
 
+def lstm(input, size, length=None, fused=True):
+    """An LSTM over input [N, T, D] (known T, D) with `size` hidden units:
+    returns (out [N, T, size], last_hidden [N, size], last_cell [N, size]).
+    `length` (int64 [N], each sequence's steps, sequences padded to T): steps
+    past a sequence's length keep its state and output zeros. fused: one op
+    over the whole sequence, else the cells unrolled into matmul and
+    elementwise ops (the same numbers)."""
+    b = input.builder
+    out, last_h, last_c = b.lstm(input._var, size, fused,
+                                 length._var if length is not None else None)
+    return _wrap(out, b), _wrap(last_h, b), _wrap(last_c, b)
+
+
+def gru(input, size, length=None, fused=True):
+    """A GRU over input [N, T, D], as lstm: returns (out [N, T, size],
+    last_hidden [N, size])."""
+    b = input.builder
+    out, last_h = b.gru(input._var, size, fused, length._var if length is not None else None)
+    return _wrap(out, b), _wrap(last_h, b)
+
+
+def sequence_mask(x, maxlen, dtype="float32"):
+    """[N, maxlen]: 1 where step t < x[n] (int64 [N] lengths), else 0."""
+    return _wrap(x.builder.sequence_mask(x._var, maxlen, _dtype_name(dtype)), x.builder)
+
+
+def multi_head_attention(input, num_heads, key_mask=None):
+    """Multi-head self-attention over input [N, T, E] (E divisible by
+    num_heads): query, key and value projections, softmax(q k^T / sqrt(E/H))
+    over the keys (only where key_mask, broadcasting to [N, H, T, T], is
+    non-zero), times the values, heads merged, an output projection."""
+    b = input.builder
+    return _wrap(b.multi_head_self_attention(
+        input._var, num_heads, key_mask._var if key_mask is not None else None), b)
+
+
+def transformer_encoder_layer(input, num_heads, ffn_hidden, dropout=0.0, key_mask=None):
+    """A pre-norm Transformer encoder layer on input [N, T, E]:
+    h = x + dropout(attention(layer_norm(x))), out = h + dropout(fc(gelu(fc(
+    layer_norm(h), ffn_hidden)), E))."""
+    b = input.builder
+    return _wrap(b.transformer_encoder_layer(
+        input._var, num_heads, ffn_hidden, dropout,
+        key_mask._var if key_mask is not None else None), b)
+
+
 def reshape(x, shape):
     """The same elements in `shape` (one dimension may be -1)."""
     return _wrap(x.builder.reshape(x._var, list(shape)), x.builder)
