@@ -151,7 +151,7 @@ run() {
   return $failed
 }
 
-# Where a model's GPU step spends its time: Nsight Compute times each kernel
+# Where a model's GPU step spends its time (PyTorch's: tools/bench/torch_gpu_profile.py): Nsight Compute times each kernel
 # of a window of launches of gpu_train_benchmark (after its warm-up) and the
 # times are summed per kernel name, largest first.
 profile() {
