@@ -288,6 +288,7 @@ class TrainerClient:
     def __init__(self, program, scope, trainer_id, pservers, token="", heartbeat_ms=500,
                  peer_timeout_ms=5000, connect_timeout_ms=30000, max_message_mb=256,
                  last_step=0, gradient_compression="none", threads=1):
+        self._closed = True  # until connected: nothing to close if the constructor raises
         self._client = _core.TrainerClient(program, scope, trainer_id, _endpoints(pservers),
                                            token, heartbeat_ms, peer_timeout_ms,
                                            connect_timeout_ms, max_message_mb, last_step,
@@ -313,10 +314,14 @@ class TrainerClient:
         return self._client.counters()
 
     def close(self):
-        """Says BYE to every server (once)."""
-        if not self._closed:
+        """Says BYE to every server (once). Also when the object is collected,
+        so that a script that ends without close() lets its servers finish."""
+        if not getattr(self, "_closed", True):
             self._closed = True
             self._client.finish()
+
+    def __del__(self):
+        self.close()
 
     def __enter__(self):
         return self
