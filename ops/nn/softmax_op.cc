@@ -2,11 +2,12 @@
 // computed from X - max(X) per row so large inputs do not overflow. With a
 // Mask (broadcast to X, 0 = masked), masked elements take no part and get 0;
 // a row masked everywhere is all zeros. The gradient needs only Out: a masked
-// element's Out is 0, so its gradient is 0 too.
+// element's Out is 0, so its gradient is 0 too. exp is vector_math.h's.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "ops/math/vector_math.h"
 #include "ops/nn/softmax_util.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
@@ -22,11 +23,10 @@ void SoftmaxLastAxis(const T* in, T* o, int64_t rows, int64_t cols) {
     T* yr = o + r * cols;
     T max = xr[0];
     for (int64_t j = 1; j < cols; ++j) max = std::max(max, xr[j]);
+    for (int64_t j = 0; j < cols; ++j) yr[j] = xr[j] - max;
+    VectorExp(yr, yr, cols);
     T sum = 0;
-    for (int64_t j = 0; j < cols; ++j) {
-      yr[j] = std::exp(xr[j] - max);
-      sum += yr[j];
-    }
+    for (int64_t j = 0; j < cols; ++j) sum += yr[j];
     const T inv = T(1) / sum;
     for (int64_t j = 0; j < cols; ++j) yr[j] *= inv;
   }
@@ -34,9 +34,12 @@ void SoftmaxLastAxis(const T* in, T* o, int64_t rows, int64_t cols) {
 
 // One row of len elements `stride` apart; mr (null: nothing masked) holds the
 // row's mask values `mask_stride` apart. The same operations in the same order
-// as SoftmaxLastAxis, over the kept elements only. yr may be xr.
+// as SoftmaxLastAxis, over the kept elements only (their exponents gathered
+// into `scratch`, len values, so that each goes through VectorExp where it
+// would in a last-axis row). yr may be xr.
 template <class T>
-void SoftmaxRow(const T* xr, T* yr, int64_t len, int64_t stride, const T* mr, int64_t mask_stride) {
+void SoftmaxRow(const T* xr, T* yr, int64_t len, int64_t stride, const T* mr, int64_t mask_stride,
+                T* scratch) {
   const auto kept = [&](int64_t j) { return mr == nullptr || mr[j * mask_stride] != T(0); };
   int64_t first = 0;
   while (first < len && !kept(first)) ++first;
@@ -48,10 +51,15 @@ void SoftmaxRow(const T* xr, T* yr, int64_t len, int64_t stride, const T* mr, in
   for (int64_t j = first + 1; j < len; ++j) {
     if (kept(j)) max = std::max(max, xr[j * stride]);
   }
-  T sum = 0;
+  int64_t count = 0;
   for (int64_t j = 0; j < len; ++j) {
+    if (kept(j)) scratch[count++] = xr[j * stride] - max;
+  }
+  VectorExp(scratch, scratch, count);
+  T sum = 0;
+  for (int64_t j = 0, k = 0; j < len; ++j) {
     if (kept(j)) {
-      yr[j * stride] = std::exp(xr[j * stride] - max);
+      yr[j * stride] = scratch[k++];
       sum += yr[j * stride];
     } else {
       yr[j * stride] = T(0);
@@ -77,10 +85,12 @@ void SoftmaxKernel(KernelContext& ctx) {
       SoftmaxLastAxis(in, o, rows.len == 0 ? 0 : rows.outer, rows.len);
       return;
     }
+    std::vector<T> scratch(static_cast<size_t>(rows.len));
     for (int64_t r = 0; rows.len > 0 && r < rows.count(); ++r) {
       const int64_t start = rows.Start(r);
       const T* mr = masked ? m + mask_index.Offset(start) : nullptr;
-      SoftmaxRow(in + start, o + start, rows.len, rows.inner, mr, mask_index.axis_stride);
+      SoftmaxRow(in + start, o + start, rows.len, rows.inner, mr, mask_index.axis_stride,
+                 scratch.data());
     }
   });
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <vector>
 
+#include "ops/math/vector_math.h"
 #include "ops/nn/softmax_util.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
@@ -52,11 +53,10 @@ void SoftmaxWithCrossEntropyKernel(KernelContext& ctx) {
       }
       T max = xr[0];
       for (int64_t j = 1; j < cols; ++j) max = std::max(max, xr[j]);
+      for (int64_t j = 0; j < cols; ++j) sr[j] = xr[j] - max;
+      VectorExp(sr, sr, cols);  // as softmax's rows: the same bits
       T sum = 0;
-      for (int64_t j = 0; j < cols; ++j) {
-        sr[j] = std::exp(xr[j] - max);
-        sum += sr[j];
-      }
+      for (int64_t j = 0; j < cols; ++j) sum += sr[j];
       const T inv = T(1) / sum;
       for (int64_t j = 0; j < cols; ++j) sr[j] *= inv;
       // -sum_j label_j * log(softmax_j) = sum(label) * logsumexp - sum(label * logits).
