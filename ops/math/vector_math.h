@@ -4,8 +4,8 @@
 // glibc >= 2.35): four values at a time, every value through the same vector
 // code (a tail is padded), so a value's result does not depend on where in an
 // array it stands; within 3 ulp of the exact values (measured: 2.2 for exp,
-// 1.9 for erf; erff here cost 12 ns a value as a scalar, 0.9 in the vector). float64, and float32
-// elsewhere, calls std::exp and std::erf. `x` may be `y`.
+// 1.9 for erf; erff here cost 12 ns a value as a scalar, 0.9 in the vector).
+// float64, and float32 elsewhere, calls std::exp and std::erf. `x` may be `y`.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
-// The per-channel loops batch_norm and sync_batch_norm share (X seen as
-// [n, c, hw], batch_norm_util.h's BatchNormDims).
+// The per-channel loops batch_norm and sync_batch_norm share, forward and
+// backward (X seen as [n, c, hw], batch_norm_util.h's BatchNormDims).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -81,6 +82,71 @@ void WriteBatchNormOutputs(KernelContext& ctx, const BatchNormForward& f,
     saved_mean[ch] = mean[ch];
     saved_inv_std[ch] = inv_std[ch];
   }
+}
+
+// This place's per-channel sums of dY and of dY * (X - mean), zeros when
+// Y@GRAD is absent: what batch_norm's gradient (and sync_batch_norm's, after
+// summing them over the places) is made of.
+template <class T>
+void BatchNormGradSums(const BatchNormBackward& b, std::vector<T>* sum_dy,
+                       std::vector<T>* sum_dy_xmu) {
+  const BatchNormDims& d = b.dims;
+  sum_dy->assign(static_cast<size_t>(d.c), T(0));
+  sum_dy_xmu->assign(static_cast<size_t>(d.c), T(0));
+  if (b.dy == nullptr) return;
+  const T* x = b.x->data<T>();
+  const T* dy = b.dy->data<T>();
+  const T* mean = b.saved_mean->data<T>();
+  for (int64_t c = 0; c < d.c; ++c) {
+    const T m = mean[c];
+    (*sum_dy)[c] = ChannelSum<T>(d, c, [&](int64_t i) { return dy[i]; });
+    (*sum_dy_xmu)[c] = ChannelSum<T>(d, c, [&](int64_t i) { return dy[i] * (x[i] - m); });
+  }
+}
+
+// Scale@GRAD = sum(dY * xhat) and Bias@GRAD = sum(dY) per channel, into
+// those of the two outputs that are bound.
+template <class T>
+void WriteBatchNormParamGrads(KernelContext& ctx, const BatchNormBackward& b,
+                              const std::vector<T>& sum_dy, const std::vector<T>& sum_dy_xmu) {
+  const int64_t c = b.dims.c;
+  const T* inv_std = b.saved_inv_std->data<T>();
+  if (ctx.HasOutput("Scale@GRAD")) {
+    T* ds = ctx.Output("Scale@GRAD")->Allocate<T>({c});
+    for (int64_t ch = 0; ch < c; ++ch) ds[ch] = sum_dy_xmu[ch] * inv_std[ch];
+  }
+  if (ctx.HasOutput("Bias@GRAD")) {
+    T* db = ctx.Output("Bias@GRAD")->Allocate<T>({c});
+    for (int64_t ch = 0; ch < c; ++ch) db[ch] = sum_dy[ch];
+  }
+}
+
+// X@GRAD from the per-channel sums over `count` elements each: in training
+// Scale * inv_std * (dY - sum(dY) / count - xhat * sum(dY * xhat) / count),
+// in inference Scale * inv_std * dY; zeros when Y@GRAD is absent. Allocates
+// X@GRAD after the inputs' pointers were taken: it may be Y@GRAD.
+template <class T>
+void WriteBatchNormInputGrad(const BatchNormBackward& b, const std::vector<T>& sum_dy,
+                             const std::vector<T>& sum_dy_xmu, T count, Tensor* dx_t) {
+  const BatchNormDims& d = b.dims;
+  const size_t c = static_cast<size_t>(d.c);
+  const T* scale = b.scale->data<T>();
+  const T* mean = b.saved_mean->data<T>();
+  const T* inv_std = b.saved_inv_std->data<T>();
+  std::vector<T> a(c), slope(c), k(c);
+  for (size_t ch = 0; ch < c; ++ch) {
+    a[ch] = scale[ch] * inv_std[ch];
+    slope[ch] = b.is_test ? T(0) : -a[ch] * inv_std[ch] * inv_std[ch] * sum_dy_xmu[ch] / count;
+    k[ch] = b.is_test ? T(0) : -a[ch] * sum_dy[ch] / count - slope[ch] * mean[ch];
+  }
+  const T* dy = b.dy ? b.dy->data<T>() : nullptr;
+  const T* x = b.x->data<T>();
+  T* dx = dx_t->Allocate<T>(b.x->shape());
+  if (dy == nullptr) {
+    std::fill(dx, dx + dx_t->numel(), T(0));
+    return;
+  }
+  ChannelAffine<T>(d, a.data(), dy, slope.data(), b.is_test ? nullptr : x, k.data(), dx);
 }
 
 }  // namespace rill

@@ -61,48 +61,13 @@ void BatchNormKernel(KernelContext& ctx) {
 // in inference X@GRAD = Scale * inv_std * dY. A missing Y@GRAD means zero.
 void BatchNormGradKernel(KernelContext& ctx) {
   const BatchNormBackward b = CheckBatchNormGradKernel(ctx);
-  const BatchNormDims& d = b.dims;
-  Tensor* dx_t = ctx.HasOutput("X@GRAD") ? ctx.Output("X@GRAD") : nullptr;
-  Tensor* dscale_t = ctx.HasOutput("Scale@GRAD") ? ctx.Output("Scale@GRAD") : nullptr;
-  Tensor* dbias_t = ctx.HasOutput("Bias@GRAD") ? ctx.Output("Bias@GRAD") : nullptr;
   VisitFloatType(b.x->dtype(), [&]<class T>() {
-    const T* x = b.x->data<T>();
-    const T* dy = b.dy ? b.dy->data<T>() : nullptr;
-    const T* scale = b.scale->data<T>();
-    const T* mean = b.saved_mean->data<T>();
-    const T* inv_std = b.saved_inv_std->data<T>();
-    const Shape x_shape = b.x->shape();
-    const size_t c = static_cast<size_t>(d.c);
-    std::vector<T> sum_dy(c, T(0)), sum_dy_xmu(c, T(0)), a(c), slope(c), k(c);
-    for (size_t ch = 0; ch < c && dy != nullptr; ++ch) {
-      const int64_t i64 = static_cast<int64_t>(ch);
-      const T m = mean[ch];
-      sum_dy[ch] = ChannelSum<T>(d, i64, [&](int64_t i) { return dy[i]; });
-      sum_dy_xmu[ch] = ChannelSum<T>(d, i64, [&](int64_t i) { return dy[i] * (x[i] - m); });
-    }
-    const T count = static_cast<T>(d.per_channel());
-    for (size_t ch = 0; ch < c; ++ch) {
-      a[ch] = scale[ch] * inv_std[ch];
-      slope[ch] = b.is_test ? T(0) : -a[ch] * inv_std[ch] * inv_std[ch] * sum_dy_xmu[ch] / count;
-      k[ch] = b.is_test ? T(0) : -a[ch] * sum_dy[ch] / count - slope[ch] * mean[ch];
-    }
-    // Allocated after every input was read: X@GRAD may be Y@GRAD.
-    if (dscale_t != nullptr) {
-      T* ds = dscale_t->Allocate<T>({d.c});
-      for (size_t ch = 0; ch < c; ++ch) ds[ch] = sum_dy_xmu[ch] * inv_std[ch];
-    }
-    if (dbias_t != nullptr) {
-      T* db = dbias_t->Allocate<T>({d.c});
-      for (size_t ch = 0; ch < c; ++ch) db[ch] = sum_dy[ch];
-    }
-    if (dx_t == nullptr) return;
-    T* dx = dx_t->Allocate<T>(x_shape);
-    if (dy == nullptr) {
-      const int64_t n = dx_t->numel();
-      for (int64_t i = 0; i < n; ++i) dx[i] = T(0);
-      return;
-    }
-    ChannelAffine<T>(d, a.data(), dy, slope.data(), b.is_test ? nullptr : x, k.data(), dx);
+    std::vector<T> sum_dy, sum_dy_xmu;
+    BatchNormGradSums<T>(b, &sum_dy, &sum_dy_xmu);
+    WriteBatchNormParamGrads<T>(ctx, b, sum_dy, sum_dy_xmu);
+    if (!ctx.HasOutput("X@GRAD")) return;
+    WriteBatchNormInputGrad<T>(b, sum_dy, sum_dy_xmu, static_cast<T>(b.dims.per_channel()),
+                               ctx.Output("X@GRAD"));
   });
 }
 

@@ -23,7 +23,6 @@
 // processes (rill.distributed.ProcessGroup) only the places of each process
 // are summed: each process normalises its own rows.
 #include <cmath>
-#include <cstring>
 #include <vector>
 
 #include "ops/nn/batch_norm_channels.h"
@@ -96,77 +95,33 @@ void SyncBatchNormKernel(KernelContext& ctx) {
   });
 }
 
-// This place's sums of dY and dY * (X - mean) per channel.
-template <class T>
-void LocalGradSums(const BatchNormBackward& b, std::vector<T>* sum_dy, std::vector<T>* sum_dy_xmu) {
-  const BatchNormDims& d = b.dims;
-  sum_dy->assign(static_cast<size_t>(d.c), T(0));
-  sum_dy_xmu->assign(static_cast<size_t>(d.c), T(0));
-  if (b.dy == nullptr) return;
-  const T* x = b.x->data<T>();
-  const T* dy = b.dy->data<T>();
-  const T* mean = b.saved_mean->data<T>();
-  for (int64_t c = 0; c < d.c; ++c) {
-    const T m = mean[c];
-    (*sum_dy)[c] = ChannelSum<T>(d, c, [&](int64_t i) { return dy[i]; });
-    (*sum_dy_xmu)[c] = ChannelSum<T>(d, c, [&](int64_t i) { return dy[i] * (x[i] - m); });
-  }
-}
-
 void SyncBatchNormGradStatsKernel(KernelContext& ctx) {
   const BatchNormBackward b = CheckBatchNormGradKernel(ctx, "sync_batch_norm_grad_stats");
   const int64_t c = b.dims.c;
-  Tensor* dscale_t = ctx.HasOutput("Scale@GRAD") ? ctx.Output("Scale@GRAD") : nullptr;
-  Tensor* dbias_t = ctx.HasOutput("Bias@GRAD") ? ctx.Output("Bias@GRAD") : nullptr;
   double* grad_stats = ctx.Output("GradStats")->Allocate<double>({2 * c});
   VisitFloatType(b.x->dtype(), [&]<class T>() {
     std::vector<T> sum_dy, sum_dy_xmu;
-    LocalGradSums<T>(b, &sum_dy, &sum_dy_xmu);
-    const T* inv_std = b.saved_inv_std->data<T>();
+    BatchNormGradSums<T>(b, &sum_dy, &sum_dy_xmu);
     for (int64_t ch = 0; ch < c; ++ch) {
       grad_stats[ch] = static_cast<double>(sum_dy[ch]);
       grad_stats[c + ch] = static_cast<double>(sum_dy_xmu[ch]);
     }
-    if (dscale_t != nullptr) {
-      T* ds = dscale_t->Allocate<T>({c});
-      for (int64_t ch = 0; ch < c; ++ch) ds[ch] = sum_dy_xmu[ch] * inv_std[ch];
-    }
-    if (dbias_t != nullptr) {
-      T* db = dbias_t->Allocate<T>({c});
-      for (int64_t ch = 0; ch < c; ++ch) db[ch] = sum_dy[ch];
-    }
+    WriteBatchNormParamGrads<T>(ctx, b, sum_dy, sum_dy_xmu);
   });
 }
 
 // As batch_norm_grad's X@GRAD, with the sums and the count of the whole batch.
 void SyncBatchNormGradKernel(KernelContext& ctx) {
   const BatchNormBackward b = CheckBatchNormGradKernel(ctx, "sync_batch_norm_grad");
-  const BatchNormDims& d = b.dims;
-  const double* grad_stats = StatsOf(ctx, "sync_batch_norm_grad", "GradStats", 2 * d.c);
+  const int64_t c = b.dims.c;
+  const double* grad_stats = StatsOf(ctx, "sync_batch_norm_grad", "GradStats", 2 * c);
   const double* stats =
-      b.is_test ? nullptr : StatsOf(ctx, "sync_batch_norm_grad", "Stats", 2 * d.c + 1);
-  Tensor* dx_t = ctx.Output("X@GRAD");
+      b.is_test ? nullptr : StatsOf(ctx, "sync_batch_norm_grad", "Stats", 2 * c + 1);
   VisitFloatType(b.x->dtype(), [&]<class T>() {
-    const size_t c = static_cast<size_t>(d.c);
-    const T* scale = b.scale->data<T>();
-    const T* mean = b.saved_mean->data<T>();
-    const T* inv_std = b.saved_inv_std->data<T>();
-    std::vector<T> a(c), slope(c), k(c);
+    const std::vector<T> sum_dy(grad_stats, grad_stats + c);
+    const std::vector<T> sum_dy_xmu(grad_stats + c, grad_stats + 2 * c);
     const T count = b.is_test ? T(1) : static_cast<T>(stats[2 * c]);
-    for (size_t ch = 0; ch < c; ++ch) {
-      const T sum_dy = static_cast<T>(grad_stats[ch]);
-      const T sum_dy_xmu = static_cast<T>(grad_stats[c + ch]);
-      a[ch] = scale[ch] * inv_std[ch];
-      slope[ch] = b.is_test ? T(0) : -a[ch] * inv_std[ch] * inv_std[ch] * sum_dy_xmu / count;
-      k[ch] = b.is_test ? T(0) : -a[ch] * sum_dy / count - slope[ch] * mean[ch];
-    }
-    T* dx = dx_t->Allocate<T>(b.x->shape());  // after every input was read: it may be Y@GRAD
-    if (b.dy == nullptr) {
-      std::memset(dx, 0, static_cast<size_t>(dx_t->numel()) * sizeof(T));
-      return;
-    }
-    ChannelAffine<T>(d, a.data(), b.dy->data<T>(), slope.data(),
-                     b.is_test ? nullptr : b.x->data<T>(), k.data(), dx);
+    WriteBatchNormInputGrad<T>(b, sum_dy, sum_dy_xmu, count, ctx.Output("X@GRAD"));
   });
 }
 

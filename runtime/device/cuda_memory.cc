@@ -51,10 +51,7 @@ class CachingAllocator {
     } else {
       data = Malloc(size);
     }
-    sizes_[data] = block;
-    stats_.in_use_bytes += static_cast<int64_t>(block);
-    stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);
-    return data;
+    return HandOutLocked(data, block);
   }
 
   void Free(void* data) {
@@ -111,6 +108,11 @@ class CachingAllocator {
     spare_events_.insert(spare_events_.end(), best->events.begin(), best->events.end());
     pending_.erase(best);
     stats_.cached_bytes -= static_cast<int64_t>(block);
+    return HandOutLocked(data, block);
+  }
+
+  // Counts `data` (a block of `block` bytes) as handed out, and returns it.
+  void* HandOutLocked(void* data, size_t block) {
     sizes_[data] = block;
     stats_.in_use_bytes += static_cast<int64_t>(block);
     stats_.peak_in_use_bytes = std::max(stats_.peak_in_use_bytes, stats_.in_use_bytes);

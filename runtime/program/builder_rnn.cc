@@ -38,26 +38,38 @@ RecurrentWeights MakeRecurrentWeights(Builder& b, const std::string& name, const
   return w;
 }
 
-// The unrolled layers' step masks: for each step a [N] vector, 1 for the
-// sequences still running, 0 for those past their length; empty without a length.
-std::vector<Var> StepMasks(Builder& b, const std::optional<Var>& length, int64_t steps,
-                           DataType dtype) {
+// One step's masks of the unrolled layers: `keep` 1 for the sequences still
+// running and 0 for those past their length ([N]), `drop` = 1 - keep.
+struct StepMask {
+  Var keep, drop;
+};
+
+// Every step's masks; none without a length.
+std::vector<StepMask> StepMasks(Builder& b, const std::optional<Var>& length, int64_t steps,
+                                DataType dtype) {
   if (!length) return {};
-  std::vector<Var> masks =
-      b.Split(b.SequenceMask(*length, steps, dtype), static_cast<int>(steps), 1);
-  for (Var& m : masks) m = b.Reshape(m, {-1});
+  std::vector<StepMask> masks;
+  for (const Var& column :
+       b.Split(b.SequenceMask(*length, steps, dtype), static_cast<int>(steps), 1)) {
+    const Var keep = b.Reshape(column, {-1});
+    masks.push_back({keep, b.Scale(keep, -1, 1)});
+  }
   return masks;
 }
 
-// mask ? next : previous, per sequence (the mask is 0 or 1: exact), or next
-// without a mask; a missing previous state is 0.
-Var Keep(Builder& b, const std::vector<Var>& masks, int64_t t, const Var& next,
-         const std::optional<Var>& previous) {
-  if (masks.empty()) return next;
-  const Var& m = masks[static_cast<size_t>(t)];
-  Var kept = b.Mul(next, m, 0);
-  if (previous) kept = b.Add(kept, b.Mul(*previous, b.Scale(m, -1, 1), 0));
-  return kept;
+// A step's new state where the sequence still runs, else zero: the step's
+// output, and the first term of its kept state. `next` itself without masks.
+Var Running(Builder& b, const std::vector<StepMask>& masks, int64_t t, const Var& next) {
+  return masks.empty() ? next : b.Mul(next, masks[static_cast<size_t>(t)].keep, 0);
+}
+
+// The state after step t: `running` (Running's) plus the previous state where
+// the sequence has ended (the masks are 0 or 1: exact). At the first step,
+// or without masks, `running` itself (the state before the first step is 0).
+Var Kept(Builder& b, const std::vector<StepMask>& masks, int64_t t, const Var& running,
+         const Var& previous) {
+  if (masks.empty() || t == 0) return running;
+  return b.Add(running, b.Mul(previous, masks[static_cast<size_t>(t)].drop, 0));
 }
 
 // The layer's input slots, with Length when given.
@@ -107,7 +119,7 @@ RecurrentOutputs Builder::Lstm(const Var& x, int hidden, bool fused,
     return {outs[0], outs[1], outs[2]};
   }
   std::vector<Var> xs = Split(x, static_cast<int>(steps), 1);
-  const std::vector<Var> masks = StepMasks(*this, length, steps, x.dtype);
+  const std::vector<StepMask> masks = StepMasks(*this, length, steps, x.dtype);
   std::vector<Var> outs;
   Var h, c;
   for (int64_t t = 0; t < steps; ++t) {
@@ -116,11 +128,10 @@ RecurrentOutputs Builder::Lstm(const Var& x, int hidden, bool fused,
     const std::vector<Var> g = Split(pre, 4, 1);     // i, f, g, o
     const Var ig = Mul(Sigmoid(g[0]), Tanh(g[2]));
     const Var next_c = t > 0 ? Add(Mul(Sigmoid(g[1]), c), ig) : ig;  // c_{-1} = 0
-    const Var next_h = Mul(Sigmoid(g[3]), Tanh(next_c));
-    const std::optional<Var> previous_h = t > 0 ? std::optional<Var>(h) : std::nullopt;
-    c = Keep(*this, masks, t, next_c, t > 0 ? std::optional<Var>(c) : std::nullopt);
-    h = Keep(*this, masks, t, next_h, previous_h);
-    outs.push_back(Reshape(Keep(*this, masks, t, next_h, std::nullopt), {-1, 1, hidden}));
+    const Var out = Running(*this, masks, t, Mul(Sigmoid(g[3]), Tanh(next_c)));
+    c = Kept(*this, masks, t, Running(*this, masks, t, next_c), c);
+    h = Kept(*this, masks, t, out, h);
+    outs.push_back(Reshape(out, {-1, 1, hidden}));
   }
   return {Concat(outs, 1), h, c};
 }
@@ -136,7 +147,7 @@ RecurrentOutputs Builder::Gru(const Var& x, int hidden, bool fused,
     return {outs[0], outs[1], Var{}};
   }
   std::vector<Var> xs = Split(x, static_cast<int>(steps), 1);
-  const std::vector<Var> masks = StepMasks(*this, length, steps, x.dtype);
+  const std::vector<StepMask> masks = StepMasks(*this, length, steps, x.dtype);
   std::vector<Var> outs;
   Var h;
   for (int64_t t = 0; t < steps; ++t) {
@@ -153,8 +164,9 @@ RecurrentOutputs Builder::Gru(const Var& x, int hidden, bool fused,
       const Var n = Tanh(Add(gx[2], Mul(r, gh[2])));
       next = Add(Mul(Scale(z, -1, 1), n), Mul(z, h));  // (1 - z) n + z h
     }
-    h = Keep(*this, masks, t, next, t > 0 ? std::optional<Var>(h) : std::nullopt);
-    outs.push_back(Reshape(Keep(*this, masks, t, next, std::nullopt), {-1, 1, hidden}));
+    const Var out = Running(*this, masks, t, next);
+    h = Kept(*this, masks, t, out, h);
+    outs.push_back(Reshape(out, {-1, 1, hidden}));
   }
   return {Concat(outs, 1), h, Var{}};
 }
