@@ -28,7 +28,8 @@ def launch(trainers=2):  # this file again, once per role, on free loopback port
                "RILL_PSERVERS": "127.0.0.1:%d" % s.getsockname()[1]}
     roles = [{"RILL_ROLE": "pserver", "RILL_SERVER_INDEX": "0"}] + [
         {"RILL_ROLE": "trainer", "RILL_TRAINER_ID": str(i)} for i in range(trainers)]
-    procs = [subprocess.Popen([sys.executable, __file__], env={**os.environ, **job, **r}) for r in roles]
+    procs = [subprocess.Popen([sys.executable, __file__], env={**os.environ, **job, **r})
+             for r in roles]
     sys.exit(max(p.wait() for p in procs[::-1]))
 
 

@@ -131,7 +131,7 @@ OpSchema PythonGradSchema(const std::string& type, const std::vector<std::string
     for (const std::string& slot : outputs) {
       const Tensor& out = ctx.Input(slot);
       const std::string d = GradVarName(slot);
-      const bool has = ctx.HasInput(d) && ctx.Input(d).initialized();
+      const bool has = ctx.InputReady(d);
       Tensor zeros;
       if (!has) {
         zeros.Allocate(out.dtype(), out.shape());
@@ -189,8 +189,9 @@ void RegisterPythonOp(const std::string& type, const std::vector<std::string>& i
                                        differentiable.end();
     schema.Input(slot, "input", flows ? 0u : kNoGradient);
   }
-  for (const std::string& slot : outputs)
+  for (const std::string& slot : outputs) {
     schema.Output(slot, "output", has_grad ? 0u : kNoGradient);
+  }
   schema.InferShape([=](ShapeContext& ctx) {
     py::gil_scoped_acquire gil;
     if (shapes->is_none()) {

@@ -28,21 +28,19 @@ BuildStrategy = _core.BuildStrategy
 
 
 def _with(given, kind, name, **shorthands):
-    """`given` (a `kind`, or None for the defaults) with the shorthands that
-    are not None set on a copy."""
+    """`given` (a `kind`; the executor copies it), or a new `kind` with the
+    shorthands that are not None set."""
     chosen = {k: v for k, v in shorthands.items() if v is not None}
-    if given is not None and chosen:
+    if given is None:
+        made = kind()
+        for field, value in chosen.items():
+            setattr(made, field, value)
+        return made
+    if chosen:
         raise ValueError("give %s= or %s, not both" % (name, ", ".join(k + "=" for k in chosen)))
-    if given is not None and not isinstance(given, kind):
+    if not isinstance(given, kind):
         raise TypeError("%s must be a rill.%s" % (name, kind.__name__))
-    made = kind()
-    if given is not None:
-        for field in dir(kind):
-            if not field.startswith("_"):
-                setattr(made, field, getattr(given, field))
-    for field, value in chosen.items():
-        setattr(made, field, value)
-    return made
+    return given
 
 
 def _names(fetch_list):
@@ -72,9 +70,10 @@ class ParallelExecutor:
     ExecutionStrategy (`exec_strategy=`; `num_threads=` is a shorthand for its
     field) and a BuildStrategy (`build_strategy=`; `strategy=` and
     `gradient_compression=` are shorthands for reduce_strategy and
-    gradient_compression); a shorthand and the object together are refused. With several places
-    ("cpu:2", or a list such as ["acpu:0", "acpu:1"]) each runs the program on
-    its slice of the batch and the gradients are merged.
+    gradient_compression); a shorthand and the object together are refused.
+    With several places ("cpu:2", or a list such as ["acpu:0", "acpu:1"])
+    each runs the program on its slice of the batch and the gradients are
+    merged.
 
     `scope` (default: global_scope()) holds the parameters: run the startup
     program in it first.

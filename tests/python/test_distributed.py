@@ -64,7 +64,8 @@ def global_batches(world):
              rng.randint(0, 3, size=(rows, 1)).astype(np.int64)) for _ in range(STEPS)]
 
 
-def train(batches, seed, process_group=None, places="cpu", strategy="allreduce"):
+def mlp(seed, optimizer):
+    """The tests' MLP (6 -> 16 ReLU -> 3, softmax cross-entropy) minimized by `optimizer`."""
     main, startup = rill.Program(), rill.Program()
     main.random_seed = seed
     with rill.program_guard(main, startup):
@@ -72,15 +73,24 @@ def train(batches, seed, process_group=None, places="cpu", strategy="allreduce")
         label = layers.data("label", shape=[1], dtype="int64")
         h = layers.fc(x, size=16, act="relu")
         loss = layers.mean(layers.softmax_with_cross_entropy(layers.fc(h, 3), label))
-        rill.optimizer.Adam(learning_rate=0.01).minimize(loss)
+        optimizer.minimize(loss)
+    return main, startup, loss
+
+
+def parameters(scope):
+    return {name: scope.get(name) for name in sorted(scope.var_names())
+            if re.fullmatch(r"fc_\d+\.[wb]", name)}
+
+
+def train(batches, seed, process_group=None, places="cpu", strategy="allreduce"):
+    main, startup, loss = mlp(seed, rill.optimizer.Adam(learning_rate=0.01))
     scope = rill.Scope()
     rill.Executor().run(startup, scope=scope)
     exe = rill.ParallelExecutor(main, places=places, scope=scope, strategy=strategy,
                                 process_group=process_group)
     for x_rows, y_rows in batches:
         exe.run(feed={"x": x_rows, "label": y_rows}, fetch_list=[loss])
-    return {name: scope.get(name) for name in sorted(scope.var_names())
-            if re.fullmatch(r"fc_\d+\.[wb]", name)}
+    return parameters(scope)
 
 
 def rank_rows(batches, rank):
@@ -151,26 +161,13 @@ def test_several_places_need_the_reduce_strategy():
 TOKEN = "the job's token"
 
 
-def mlp(seed, placeable):
-    main, startup = rill.Program(), rill.Program()
-    main.random_seed = seed
-    with rill.program_guard(main, startup):
-        x = layers.data("x", shape=[6])
-        label = layers.data("label", shape=[1], dtype="int64")
-        h = layers.fc(x, size=16, act="relu")
-        loss = layers.mean(layers.softmax_with_cross_entropy(layers.fc(h, 3), label))
-        rill.optimizer.SGD(learning_rate=0.1, placeable=placeable).minimize(loss)
-    return main, startup, loss
-
-
-def parameters(scope):
-    return {name: scope.get(name) for name in sorted(scope.var_names())
-            if re.fullmatch(r"fc_\d+\.[wb]", name)}
+def sgd_mlp(seed, placeable):
+    return mlp(seed, rill.optimizer.SGD(learning_rate=0.1, placeable=placeable))
 
 
 def test_parameter_servers_train_like_one_executor_on_the_global_batch():
     batches = global_batches(2)
-    main, startup, loss = mlp(3, placeable=False)
+    main, startup, loss = sgd_mlp(3, placeable=False)
     scope = rill.Scope()
     exe = rill.Executor()
     exe.run(startup, scope=scope)
@@ -178,7 +175,7 @@ def test_parameter_servers_train_like_one_executor_on_the_global_batch():
         exe.run(main, feed={"x": x, "label": y}, fetch_list=[loss], scope=scope)
     alone = parameters(scope)
 
-    main, startup, loss = mlp(3, placeable=True)
+    main, startup, loss = sgd_mlp(3, placeable=True)
     endpoints = [free_master(), free_master()]
     t = rill.distributed.DistributeTranspiler(min_slice_rows=2, min_slice_elements=16)
     t.transpile(0, program=main, startup_program=startup, pservers=",".join(endpoints),
@@ -217,7 +214,7 @@ def test_parameter_servers_train_like_one_executor_on_the_global_batch():
 
 
 def test_a_trainer_with_a_wrong_token_is_refused_naming_the_server():
-    main, startup, _ = mlp(3, placeable=True)
+    main, startup, _ = sgd_mlp(3, placeable=True)
     endpoint = free_master()
     t = rill.distributed.DistributeTranspiler()
     t.transpile(0, program=main, startup_program=startup, pservers=[endpoint], trainers=1)
@@ -233,7 +230,7 @@ def test_a_trainer_with_a_wrong_token_is_refused_naming_the_server():
 
 
 def test_transpiling_needs_a_placeable_optimizer():
-    main, startup, _ = mlp(3, placeable=False)
+    main, startup, _ = sgd_mlp(3, placeable=False)
     with pytest.raises(rill.InvalidArgumentError, match="placeable"):
         rill.distributed.DistributeTranspiler().transpile(
             0, program=main, startup_program=startup, pservers="127.0.0.1:1", trainers=1)
