@@ -92,14 +92,16 @@ void MeanInto(const std::map<int, Variable>& parts, int trainers, Variable* out)
   const Tensor& t0 = first.tensor();
   RILL_CHECK(t0.dtype() == DataType::kFloat32, kInvalidArgument, "gradients must be float32, got ",
              t0.Describe());
-  Tensor mean(DataType::kFloat32, t0.shape());
-  float* m = mean.mutable_data<float>();
-  std::fill(m, m + mean.numel(), 0.f);
   for (const auto& [id, part] : parts) {
     RILL_CHECK(!part.holds_selected_rows() && part.tensor().shape() == t0.shape(), kInvalidArgument,
                "trainer ", id, " sent a gradient of another shape or kind (",
                part.tensor().Describe(), ", expected ", t0.Describe(), ")");
-    const float* p = part.tensor().data<float>();
+  }
+  // Summed into the first trainer's gradient, a received buffer no one else holds.
+  Tensor mean = t0.shares_buffer() ? t0.Clone() : t0;
+  float* m = mean.mutable_data<float>();
+  for (auto it = std::next(parts.begin()); it != parts.end(); ++it) {
+    const float* p = it->second.tensor().data<float>();
     for (int64_t i = 0; i < mean.numel(); ++i) m[i] += p[i];
   }
   for (int64_t i = 0; i < mean.numel(); ++i) m[i] /= static_cast<float>(trainers);
@@ -135,11 +137,9 @@ struct ParameterServer::State {
     int64_t version = 0;
     std::map<int, Variable> parts;  // this round's gradients, by trainer
     std::vector<Pull> waiting;
-    // A copy of the parameter at `snapshot_version`: VALUE frames
-    // are written from it after the handler returns, while later updates
-    // change the parameter itself.
-    Tensor snapshot;
-    int64_t snapshot_version = -1;
+    // Trainers with a standing pull (sync mode): each version goes to them
+    // once applied, without a PULL.
+    std::vector<Pull> standing;
   };
   std::vector<Served> served;
   std::unordered_map<std::string, size_t> by_grad, by_param;
@@ -223,6 +223,16 @@ void FailServe(State& s, ErrorCode code, const std::string& why) {
   s.Finish(std::make_exception_ptr(Error(code, StrCat(s.name, ": ", why))));
 }
 
+// A VALUE frame of the parameter as it is now. Its payload shares the
+// parameter's buffer (no copy): Apply gives the parameter a buffer of its own
+// before an update while frames still hold the old one.
+void SendValue(State& s, const State::Served& block, const State::Link& to, bool standing) {
+  FramedWire framed =
+      FramedValue(block.param, block.version, s.scope.FindVar(block.param)->tensor());
+  framed.message.set_standing(standing);
+  s.transport->Send(to.connection, EncodeMessageFrame(framed.message, framed.payload));
+}
+
 void AnswerPulls(State& s, State::Served& block) {
   std::vector<State::Pull> still;
   for (State::Pull& pull : block.waiting) {
@@ -230,15 +240,29 @@ void AnswerPulls(State& s, State::Served& block) {
       still.push_back(pull);
       continue;
     }
-    const Tensor& value = s.scope.FindVar(block.param)->tensor();
-    if (block.snapshot_version != block.version) {
-      block.snapshot = value.Clone();  // frames still in flight keep the old copy
-      block.snapshot_version = block.version;
-    }
-    FramedWire framed = FramedValue(block.param, block.version, block.snapshot);
-    s.transport->Send(pull.link.connection, EncodeMessageFrame(framed.message, framed.payload));
+    SendValue(s, block, pull.link, /*standing=*/false);
   }
   block.waiting.swap(still);
+}
+
+// Sync mode, after an update: the new version to every standing pull of a
+// trainer still training.
+void SendStanding(State& s, const State::Served& block) {
+  for (const State::Pull& pull : block.standing) {
+    if (s.trainers[pull.trainer].bye) continue;
+    SendValue(s, block, pull.link, /*standing=*/true);
+  }
+}
+
+// A PULL that stands (sync mode): the value now when the server is at its
+// step, and each later version after its update. One per trainer and variable.
+void AddStandingPull(State& s, State::Served& block, const State::Pull& pull) {
+  for (const State::Pull& known : block.standing) {
+    RILL_CHECK(known.trainer != pull.trainer, kInvalidArgument, "trainer ", pull.trainer,
+               " asked for a second standing pull of \"", block.param, "\"");
+  }
+  block.standing.push_back(pull);
+  if (block.version >= pull.step) SendValue(s, block, pull.link, /*standing=*/true);
 }
 
 // Runs the block's update with the gradient now in the scope, then saves a
@@ -252,6 +276,10 @@ void Apply(State& s, State::Served& block, int64_t step) {
       s.executor.Run(*s.prepare);
       s.prepared_step = step;
     }
+    // VALUE frames still being written share the parameter's buffer: the
+    // update gets a copy of its own (in sync mode they are gone by now).
+    Tensor& param = *s.scope.FindVar(block.param)->mutable_tensor();
+    if (param.shares_buffer()) param = param.Clone();
     s.executor.Run(*block.block);
     ++block.version;
     const int64_t before = s.completed.load();
@@ -274,6 +302,7 @@ void Apply(State& s, State::Served& block, int64_t step) {
     return;
   }
   AnswerPulls(s, block);
+  if (s.config.sync) SendStanding(s, block);
 }
 
 void HandlePush(State& s, int trainer, const proto::WireMessage& message, Tensor payload) {
@@ -421,8 +450,13 @@ void Dispatch(State& s, const State::Link& from, int trainer, const proto::WireM
                  message.var(), "\", which this server does not serve");
       RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pulled \"", message.var(),
                  "\" before a RESUME said which step the job starts from");
-      s.served[it->second].waiting.push_back({from, trainer, message.step()});
-      AnswerPulls(s, s.served[it->second]);
+      State::Served& block = s.served[it->second];
+      if (message.standing() && s.config.sync) {
+        AddStandingPull(s, block, {from, trainer, message.step()});
+        return;
+      }
+      block.waiting.push_back({from, trainer, message.step()});
+      AnswerPulls(s, block);
       return;
     }
     case proto::WireMessage::BYE: {

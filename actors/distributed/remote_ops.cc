@@ -76,23 +76,25 @@ class RecvActor : public OpActor {
     client->CountRecvIssued(NowNs());
     for (int i = 0; i < count; ++i) {
       Tensor* out = ctx.Output("Out", i);
-      client->Pull(endpoint, names[static_cast<size_t>(i)], client->step(),
-                   [pending, out](Tensor value, std::exception_ptr error) {
-                     if (error) {
-                       std::lock_guard<std::mutex> lock(pending->mutex);
-                       if (!pending->error) pending->error = error;
-                     } else {
-                       *out = std::move(value);
-                     }
-                     if (pending->left.fetch_sub(1) != 1) return;
-                     pending->client->CountRecvDone(NowNs());
-                     std::exception_ptr first;
-                     {
-                       std::lock_guard<std::mutex> lock(pending->mutex);
-                       first = pending->error;
-                     }
-                     pending->done(first);
-                   });
+      client->Pull(
+          endpoint, names[static_cast<size_t>(i)], client->step(),
+          [pending, out](Tensor value, std::exception_ptr error) {
+            if (error) {
+              std::lock_guard<std::mutex> lock(pending->mutex);
+              if (!pending->error) pending->error = error;
+            } else {
+              *out = std::move(value);
+            }
+            if (pending->left.fetch_sub(1) != 1) return;
+            pending->client->CountRecvDone(NowNs());
+            std::exception_ptr first;
+            {
+              std::lock_guard<std::mutex> lock(pending->mutex);
+              first = pending->error;
+            }
+            pending->done(first);
+          },
+          /*standing=*/true);
     }
   }
 };

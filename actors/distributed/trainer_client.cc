@@ -6,6 +6,7 @@
 #include <future>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "actors/distributed/frame_encoder.h"
 #include "actors/distributed/transport.h"
@@ -48,7 +49,15 @@ struct TrainerClient::Link {
   }
 
   std::mutex mutex;
-  std::unordered_map<std::string, PullDone> pending;  // by variable: one pull each at a time
+  struct Pending {
+    int64_t min_step = 0;
+    PullDone done;
+  };
+  std::unordered_map<std::string, Pending> pending;  // by variable: one pull each at a time
+  // Standing pulls (sync servers): the variables the server confirmed it
+  // sends after each update, and the newest such value not yet taken.
+  std::unordered_set<std::string> standing;
+  std::unordered_map<std::string, std::pair<int64_t, Tensor>> arrived;
   std::exception_ptr failure;
   std::promise<std::vector<int64_t>> hello;  // the steps the server can start from
   bool hello_done = false;
@@ -57,7 +66,7 @@ struct TrainerClient::Link {
 
   // Fails what waits and everything after; the first reason stays.
   void Fail(ErrorCode code, const std::string& why) {
-    std::unordered_map<std::string, PullDone> waiting;
+    std::unordered_map<std::string, Pending> waiting;
     std::exception_ptr error;
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -73,7 +82,7 @@ struct TrainerClient::Link {
         resumed.set_exception(error);
       }
     }
-    for (auto& [var, done] : waiting) done(Tensor(), error);
+    for (auto& [var, pull] : waiting) pull.done(Tensor(), error);
   }
 
   std::exception_ptr Failure() {
@@ -107,20 +116,29 @@ bool HandleAnswer(const std::shared_ptr<TrainerClient::Link>& link, const std::s
       return true;
     }
     case proto::WireMessage::VALUE: {
-      TrainerClient::PullDone done;
-      {
-        std::lock_guard<std::mutex> lock(link->mutex);
-        auto it = link->pending.find(message.var());
-        if (it == link->pending.end()) return true;  // nobody asked: ignore
-        done = std::move(it->second);
-        link->pending.erase(it);
-      }
       Tensor value;
       std::exception_ptr error;
       try {
         value = WireTensor(message, std::move(payload));
       } catch (...) {
         error = std::current_exception();
+      }
+      TrainerClient::PullDone done;
+      {
+        std::lock_guard<std::mutex> lock(link->mutex);
+        if (message.standing()) link->standing.insert(message.var());
+        auto it = link->pending.find(message.var());
+        if (it == link->pending.end() ||
+            (message.standing() && !error && message.step() < it->second.min_step)) {
+          // A standing pull's version before anyone asks for it: kept for the
+          // next Pull (a newer one replaces it). Otherwise nobody asked: ignored.
+          if (message.standing() && !error) {
+            link->arrived[message.var()] = {message.step(), std::move(value)};
+          }
+          return true;
+        }
+        done = std::move(it->second.done);
+        link->pending.erase(it);
       }
       done(std::move(value), error);
       return true;
@@ -358,8 +376,9 @@ TrainerClient::Counters TrainerClient::counters() const {
 }
 
 void TrainerClient::Pull(const std::string& endpoint, const std::string& var, int64_t min_step,
-                         PullDone done) {
+                         PullDone done, bool standing) {
   Link& link = LinkFor(endpoint);
+  Tensor ready;
   {
     std::lock_guard<std::mutex> lock(link.mutex);
     if (link.failure) {
@@ -369,11 +388,24 @@ void TrainerClient::Pull(const std::string& endpoint, const std::string& var, in
     }
     RILL_CHECK(!link.pending.count(var), kInternal, "a second pull of ", var, " from ", endpoint,
                " while the first is in flight");
-    link.pending[var] = std::move(done);
+    auto arrived = link.arrived.find(var);
+    if (arrived != link.arrived.end() && arrived->second.first >= min_step) {
+      ready = std::move(arrived->second.second);
+      link.arrived.erase(arrived);
+    } else {
+      link.pending[var] = {min_step, std::move(done)};
+      // The server already sends each version of it: nothing to ask.
+      if (standing && link.standing.count(var)) return;
+    }
+  }
+  if (ready.initialized()) {
+    done(std::move(ready), nullptr);
+    return;
   }
   proto::WireMessage message = WirePull(var);
   message.set_step(min_step);
   message.set_trainer_id(options_.trainer_id);
+  message.set_standing(standing);
   link.Send(std::move(message));
 }
 

@@ -242,6 +242,8 @@ void CheckMessage(const WireMessage& message, const std::string& peer, const Ten
       break;
     default: break;
   }
+  RILL_CHECK(!message.standing() || kind == WireMessage::PULL || kind == WireMessage::VALUE,
+             kInvalidArgument, where, ": only a PULL or VALUE is standing");
   RILL_CHECK(message.store_value().empty() || kind == WireMessage::STORE_SET ||
                  kind == WireMessage::STORE_VALUE,
              kInvalidArgument, where, ": only a STORE_SET or STORE_VALUE carries a store value");

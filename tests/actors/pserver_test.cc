@@ -296,8 +296,17 @@ class RawTrainer {
         transport_->Connect(ParseEndpoint(endpoint), Hello{PeerRole::kTrainer, id, {}}, 5s);
   }
 
-  void Send(const proto::WireMessage& message) {
-    transport_->Send(connection_, EncodeMessageFrame(message, Tensor()));
+  void Send(const proto::WireMessage& message, const Tensor& payload = Tensor()) {
+    transport_->Send(connection_, EncodeMessageFrame(message, payload));
+  }
+
+  // The server's next answer, or an empty message after `limit`.
+  proto::WireMessage Next(std::chrono::milliseconds limit = 5000ms) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!arrived_.wait_for(lock, limit, [this] { return !answers_.empty(); })) return {};
+    proto::WireMessage answer = std::move(answers_.front());
+    answers_.pop_front();
+    return answer;
   }
 
   // Sends `message`, returns the server's next answer (an empty message after 5 s).
@@ -351,6 +360,77 @@ TEST(ParameterServer, RejectsBadMessagesAndKeepsServing) {
   client.Finish();
   raw.Send(WireBye(1));
   servers.serving[0].get();  // every trainer said BYE
+}
+
+// A small parameter the server holds whole (not in slices), and its shape.
+std::pair<std::string, Shape> UnslicedParam(const Model& m) {
+  Scope scope;
+  Executor().Run(m.startup.desc(), &scope);
+  for (const std::string& name : m.params) {
+    const Tensor& t = scope.FindVar(name)->tensor();
+    if (t.numel() <= 8) return {name, t.shape()};
+  }
+  ADD_FAILURE() << "no small parameter";
+  return {};
+}
+
+// A standing PULL on a sync server: the value comes once the server is at the
+// asked step, then again after each update, each VALUE marked standing, with
+// no PULL in between; a second standing pull of the variable is refused. An
+// async server answers a standing PULL once, without the mark.
+TEST(ParameterServer, AStandingPullBringsEachVersionWithoutAnotherPull) {
+  Model m;
+  BuildModel(&m);
+  const auto [param, shape] = UnslicedParam(m);
+  for (bool sync : {true, false}) {
+    SCOPED_TRACE(sync ? "sync" : "async");
+    std::vector<std::string> placeholders = {"127.0.0.1:1"};
+    TranspileOptions plan_options;
+    plan_options.trainers = 1;
+    plan_options.pservers = placeholders;
+    plan_options.min_slice_rows = 2;
+    plan_options.min_slice_elements = 64;
+    plan_options.sync_mode = sync;
+    TranspileResult plan = Transpile(m.main.desc(), m.startup.desc(), plan_options);
+    ParameterServerOptions options;
+    options.log = [](const std::string&) {};
+    auto runtime = std::make_shared<Runtime>(1, 1);
+    ParameterServer server(plan.servers[0].main, plan.servers[0].startup, options, runtime);
+    auto serving = std::async(std::launch::async, [&server] { server.Serve(); });
+    const std::string endpoint = "127.0.0.1:" + std::to_string(server.port());
+    RawTrainer raw(endpoint, 0, "");
+    ASSERT_EQ(raw.Ask(WireHello(0)).kind(), proto::WireMessage::HELLO);
+    ASSERT_EQ(raw.Ask(WireResume(0, 0)).kind(), proto::WireMessage::RESUME);
+    proto::WireMessage pull = WirePull(param);
+    pull.set_step(1);
+    pull.set_standing(true);
+    raw.Send(pull);
+    if (sync) {
+      // Not at step 1 yet: nothing comes until the gradient of step 1 does.
+      EXPECT_EQ(raw.Next(300ms).kind(), proto::WireMessage::KIND_INVALID);
+    }
+    for (int64_t step = 1; step <= 3; ++step) {
+      FramedWire push = FramedPush(
+          param + "@GRAD", step,
+          RandomTensor(shape, 40 + static_cast<uint64_t>(step), -1, 1, DataType::kFloat32));
+      raw.Send(push.message, push.payload);
+      if (!sync && step > 1) continue;  // answered once, at the first push
+      const proto::WireMessage value = raw.Next();
+      ASSERT_EQ(value.kind(), proto::WireMessage::VALUE) << value.error();
+      EXPECT_EQ(value.var(), param);
+      EXPECT_EQ(value.standing(), sync);
+      EXPECT_EQ(value.step(), sync ? step : 0);
+    }
+    if (sync) {
+      const proto::WireMessage again = raw.Ask(pull);
+      EXPECT_EQ(again.kind(), proto::WireMessage::ERROR);
+      EXPECT_NE(again.error().find("second standing pull"), std::string::npos) << again.error();
+    } else {
+      EXPECT_EQ(raw.Next(300ms).kind(), proto::WireMessage::KIND_INVALID);
+    }
+    raw.Send(WireBye(0));
+    serving.get();
+  }
 }
 
 TEST(ParameterServer, SilentTrainerEndsTheJobNamingIt) {

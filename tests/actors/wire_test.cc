@@ -232,6 +232,13 @@ TEST(WireTest, MessagesMissingWhatTheirKindNeedsAreRejected) {
   get_with_value.set_store_value("v");
   ExpectRejected(EncodeWire(get_with_value), ErrorCode::kInvalidArgument,
                  {"only a STORE_SET or STORE_VALUE carries a store value"});
+  WireMessage standing_push = WirePush("w@GRAD", 1, Iota(DataType::kFloat32, {2}));
+  standing_push.set_standing(true);
+  ExpectRejected(EncodeWire(standing_push), ErrorCode::kInvalidArgument,
+                 {"only a PULL or VALUE is standing"});
+  WireMessage standing_pull = WirePull("w");
+  standing_pull.set_standing(true);
+  EXPECT_TRUE(DecodeWire(EncodeWire(standing_pull), WireLimits{}, kPeer).standing());
 }
 
 TEST(WireTest, TensorBytesMustMatchDtypeAndShape) {

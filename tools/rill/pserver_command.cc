@@ -8,6 +8,7 @@
 #include "rill/program_io.h"
 #include "rill/pserver.h"
 #include "rill/runtime.h"
+#include "runtime/device/blas_threads.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
 #include "tools/rill/role_flags.h"
@@ -29,6 +30,7 @@ struct PserverFlags {
   std::string checkpoint;
   int64_t checkpoint_every = 0;
   int threads = 2;
+  int blas_threads = 1;
   RoleFlags role;
 };
 
@@ -55,6 +57,9 @@ int Serve(const PserverFlags& flags) {
   options.peer_timeout = std::chrono::milliseconds(role.peer_timeout_ms);
   options.connect_timeout = std::chrono::milliseconds(role.connect_timeout_ms);
   options.limits = role.Limits();
+  // A server's updates are elementwise: more OpenBLAS threads would only spin
+  // (sched_yield) beside the trainers on the same cores.
+  SetBlasThreads(flags.blas_threads);
   auto runtime = std::make_shared<Runtime>(flags.threads, 1);
   ParameterServer server(LoadProgram(flags.program), LoadProgram(startup), options, runtime);
   std::string steps;
@@ -96,6 +101,10 @@ Command AddPserverCommand(CLI::App& rill) {
       ->type_name("K")
       ->check(AtLeast(0));
   app->add_option("--threads", flags->threads, "scheduler threads")
+      ->type_name("N")
+      ->check(AtLeast(1));
+  app->add_option("--blas-threads", flags->blas_threads,
+                  "OpenBLAS threads (the optimizers a server runs are elementwise)")
       ->type_name("N")
       ->check(AtLeast(1));
   flags->role.Bind(*app);

@@ -39,6 +39,9 @@
 namespace rill::cli {
 namespace {
 
+// Steps at the start of each epoch left out of the JSON's "steady_" timing.
+constexpr size_t kUntimedSteps = 5;
+
 struct TrainOptions {
   std::string model = "mlp";
   std::string rnn = "fused";
@@ -450,6 +453,12 @@ int Train(const TrainOptions& opt) {
     const auto start = std::chrono::steady_clock::now();
     const double cpu_start = ProcessCpuSeconds();
     double seconds = 0;
+    // The steps after the epoch's first kUntimedSteps, timed apart: the rate
+    // once start-up is over (trainers and ranks that began at different times
+    // have met at their first exchange), as benchmarks time their baselines.
+    const size_t steady_from = first_step + kUntimedSteps;
+    double steady_start = 0;  // seconds into the loop when the timed steps began
+    int64_t steady_samples = 0;
     for (size_t s = first_step; s < steps; ++s) {
       std::vector<Tensor> out;
       if (trace && global_step == opt.trace_skip) trace->Start();
@@ -468,6 +477,8 @@ int Train(const TrainOptions& opt) {
       const PreloadedBatches::Range rows = step_rows(s);
       samples += static_cast<int64_t>(rows.second - rows.first);
       seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (s + 1 == steady_from) steady_start = seconds;
+      if (s >= steady_from) steady_samples += static_cast<int64_t>(rows.second - rows.first);
       if (tty && (s % 20 == 0 || s + 1 == steps)) {
         DrawProgress(epoch, s + 1, steps, loss_sum / static_cast<double>(s + 1 - first_step),
                      static_cast<double>(samples) / std::max(seconds, 1e-9));
@@ -478,6 +489,7 @@ int Train(const TrainOptions& opt) {
     const double train_loss =
         loss_sum / static_cast<double>(std::max<size_t>(steps - first_step, 1));
     const double rate = static_cast<double>(samples) / std::max(seconds, 1e-9);
+    const double steady_seconds = steps > steady_from ? seconds - steady_start : 0.0;
     // The input's counters as the pipeline's (preloaded batches are gathered, not decoded).
     InputPipeline::Counters now;
     if (pipelined) {
@@ -520,6 +532,11 @@ int Train(const TrainOptions& opt) {
           {"test_accuracy", Round(result.accuracy, 4)},
           {"samples_per_sec", Round(rate, 1)},
           {"seconds", Round(seconds, 3)},
+          // The steps after the first kUntimedSteps (none when the epoch is no longer).
+          {"steady_steps", steps > steady_from ? steps - steady_from : 0},
+          {"steady_seconds", Round(steady_seconds, 4)},
+          {"steady_samples_per_sec",
+           Round(static_cast<double>(steady_samples) / std::max(steady_seconds, 1e-9), 1)},
           // Of the training steps (evaluation excluded): user + system CPU over wall.
           {"cpu_seconds", Round(cpu_seconds, 3)},
           {"cores_used", Round(cpu_seconds / std::max(seconds, 1e-9), 2)},

@@ -94,8 +94,13 @@ class TrainerClient : public VarObject {
   };
   PushedBytes Push(const std::string& endpoint, const std::string& var, const Variable& value);
   // Asks the server for `var` once it has applied step `min_step`; `done`
-  // runs on the link's thread with the value or the error.
-  void Pull(const std::string& endpoint, const std::string& var, int64_t min_step, PullDone done);
+  // runs on the link's thread with the value or the error (or on this one,
+  // when the value is already here). A `standing` pull asks a sync server to
+  // send every later version too, as soon as it is applied: the next Pull of
+  // `var` then sends nothing and takes the version that came, or waits for it
+  // (the recv op pulls so; an async server answers each pull once).
+  void Pull(const std::string& endpoint, const std::string& var, int64_t min_step, PullDone done,
+            bool standing = false);
   // Pull, waiting for the answer.
   Tensor PullNow(const std::string& endpoint, const std::string& var, int64_t min_step);
 

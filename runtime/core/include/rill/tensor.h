@@ -64,6 +64,9 @@ class Tensor {
   Place place() const { return place_; }
   // True once memory is attached (a default-constructed Tensor has none).
   bool initialized() const { return buffer_ != nullptr; }
+  // True when another tensor views the same buffer (a copy, a slice, a
+  // message being sent from it).
+  bool shares_buffer() const { return buffer_ != nullptr && buffer_.use_count() > 1; }
 
   // -- element access --------------------------------------------------------
   // Typed pointers; throw kInvalidArgument when T does not match dtype().
