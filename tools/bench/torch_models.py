@@ -1,7 +1,9 @@
 """Times the training step of the models of `rill train --model` in PyTorch,
-one thread, for tools/bench/models_vs_torch.sh: the same layer sizes as
-tools/rill/models.cc and models_transformer.cc, Xavier-uniform weights and
-zero biases as Rill initialises them, softmax cross-entropy, Adam lr 1e-3,
+on THREADS threads (default 1), for tools/bench/models_vs_torch.sh: the same
+layer sizes as tools/rill/models.cc, models_transformer.cc and models_rnn.cc
+(the recurrent models: torch's fused nn.LSTM / nn.GRU with their own
+initialisation), Xavier-uniform weights and zero biases for the linear and
+convolution layers as Rill initialises them, softmax cross-entropy, Adam lr 1e-3,
 and the top-1 accuracy Rill's program computes each step; the loss is
 fetched with .item() every step as `rill train` fetches it. Data: real
 Fashion-MNIST batches (tools/bench/fashion_batches.py). 10 warm-up steps are
@@ -9,7 +11,7 @@ not timed; then steps run for the given seconds.
 
 Prints per model and batch size (one line):
   torch model=M batch=B samples_per_sec=S steps=N first_loss=L0 last_loss=L1
-Usage: torch_models.py SECONDS MODEL BATCH"""
+Usage: torch_models.py SECONDS MODEL BATCH [THREADS]"""
 import math
 import sys
 import time
@@ -85,6 +87,21 @@ class Transformer(nn.Module):
         return self.head(self.norm(x).mean(1))
 
 
+class Recurrent(nn.Module):
+    """models_rnn.cc: 28 rows as 28 steps of 28 pixels, an LSTM or GRU of 128
+    units, its last hidden state through fc 10."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.rnn = cell(28, 128, batch_first=True)
+        self.head = nn.Linear(128, 10)
+
+    def forward(self, image):
+        _, last = self.rnn(image.reshape(-1, 28, 28))
+        hidden = last[0] if isinstance(last, tuple) else last  # an LSTM's (h, c)
+        return self.head(hidden[-1])
+
+
 def build(name):
     if name == "mlp":
         return nn.Sequential(nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128), nn.ReLU(),
@@ -101,12 +118,17 @@ def build(name):
                              nn.Linear(64, 10))
     if name == "transformer":
         return Transformer()
+    if name == "lstm":
+        return Recurrent(nn.LSTM)
+    if name == "gru":
+        return Recurrent(nn.GRU)
     raise SystemExit(f"torch_models: unknown model {name}")
 
 
 def main():
-    torch.set_num_threads(1)
     seconds, name, batch = float(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+    threads = int(sys.argv[4]) if len(sys.argv) > 4 else 1
+    torch.set_num_threads(threads)
     torch.manual_seed(0)
     model = build(name)
     for m in model.modules():
@@ -138,7 +160,7 @@ def main():
         last_loss = step(10 + steps)
         steps += 1
     elapsed = time.perf_counter() - start
-    print(f"torch model={name} batch={batch} samples_per_sec={steps * batch / elapsed:.0f} "
+    print(f"torch model={name} batch={batch} threads={threads} samples_per_sec={steps * batch / elapsed:.0f} "
           f"steps={steps} first_loss={first_loss:.4f} last_loss={last_loss:.4f}", flush=True)
 
 
