@@ -30,16 +30,19 @@ constexpr int kGruGates = 3;
 
 // One step of one sequence: `gates` holds the input projection and becomes
 // the activated gates r, z, n; `product` gets hn; h advances in place.
+// The activations go over whole gate rows (SigmoidInPlace, TanhInPlace: the
+// exps vectorized); `scratch` holds a row of gates.
 template <class T>
-void GruCellForward(int64_t hidden, const T* recurrent, T* gates, T* product, T* h) {
+void GruCellForward(int64_t hidden, const T* recurrent, T* gates, T* product, T* h, T* scratch) {
   T* gr = gates;
   T* gz = gates + hidden;
   T* gn = gates + 2 * hidden;
   const T* hn = recurrent + 2 * hidden;
+  for (int64_t j = 0; j < 2 * hidden; ++j) gates[j] += recurrent[j];  // r and z
+  SigmoidInPlace(gr, 2 * hidden, scratch);
+  for (int64_t j = 0; j < hidden; ++j) gn[j] += gr[j] * hn[j];
+  TanhInPlace(gn, hidden, scratch);
   for (int64_t j = 0; j < hidden; ++j) {
-    gr[j] = SigmoidOf(gr[j] + recurrent[j]);
-    gz[j] = SigmoidOf(gz[j] + recurrent[hidden + j]);
-    gn[j] = TanhOf(gn[j] + gr[j] * hn[j]);
     product[j] = hn[j];
     h[j] = (T(1) - gz[j]) * gn[j] + gz[j] * h[j];
   }
@@ -57,6 +60,7 @@ void GruKernel(KernelContext& ctx) {
     const T* w_hidden = in.hidden_weight->data<T>();
     std::vector<T> h(static_cast<size_t>(n_all * hidden), T(0));
     std::vector<T> recurrent(static_cast<size_t>(n_all * width), T(0));
+    std::vector<T> scratch(static_cast<size_t>(width));
     for (int64_t t = 0; t < steps; ++t) {
       if (t > 0) {  // h_{-1} = 0: the first step has no recurrent term
         Gemm<T>(false, false, n_all, width, hidden, T(1), h.data(), w_hidden, T(0),
@@ -72,7 +76,7 @@ void GruKernel(KernelContext& ctx) {
           continue;
         }
         GruCellForward<T>(hidden, recurrent.data() + n * width, gates + row * width,
-                          product + row * hidden, hn);
+                          product + row * hidden, hn, scratch.data());
         std::copy(hn, hn + hidden, out + row * hidden);
       }
     }

@@ -28,21 +28,24 @@ constexpr int kLstmGates = 4;
 
 // One step of one sequence: `gates` holds the input projection and becomes
 // the activated gates; c and h (the state) are advanced in place.
+// The activations go over whole gate rows (SigmoidInPlace, TanhInPlace: the
+// exps vectorized); `scratch` holds a row of gates.
 template <class T>
-void LstmCellForward(int64_t hidden, const T* recurrent, T* gates, T* c, T* h) {
+void LstmCellForward(int64_t hidden, const T* recurrent, T* gates, T* c, T* h, T* scratch) {
   for (int64_t j = 0; j < kLstmGates * hidden; ++j) gates[j] += recurrent[j];
   T* gi = gates;
   T* gf = gates + hidden;
   T* gg = gates + 2 * hidden;
   T* go = gates + 3 * hidden;
+  SigmoidInPlace(gi, 2 * hidden, scratch);  // i and f
+  TanhInPlace(gg, hidden, scratch);
+  SigmoidInPlace(go, hidden, scratch);
   for (int64_t j = 0; j < hidden; ++j) {
-    gi[j] = SigmoidOf(gi[j]);
-    gf[j] = SigmoidOf(gf[j]);
-    gg[j] = TanhOf(gg[j]);
-    go[j] = SigmoidOf(go[j]);
     c[j] = gf[j] * c[j] + gi[j] * gg[j];
-    h[j] = go[j] * TanhOf(c[j]);
+    h[j] = c[j];
   }
+  TanhInPlace(h, hidden, scratch);
+  for (int64_t j = 0; j < hidden; ++j) h[j] = go[j] * h[j];
 }
 
 void LstmKernel(KernelContext& ctx) {
@@ -57,6 +60,7 @@ void LstmKernel(KernelContext& ctx) {
     const T* w_hidden = in.hidden_weight->data<T>();
     std::vector<T> h(static_cast<size_t>(n_all * hidden), T(0)), c(h.size(), T(0));
     std::vector<T> recurrent(static_cast<size_t>(n_all * width), T(0));
+    std::vector<T> scratch(static_cast<size_t>(width));
     for (int64_t t = 0; t < steps; ++t) {
       if (t > 0) {  // h_{-1} = 0: the first step has no recurrent term
         Gemm<T>(false, false, n_all, width, hidden, T(1), h.data(), w_hidden, T(0),
@@ -72,7 +76,8 @@ void LstmKernel(KernelContext& ctx) {
           std::copy(cn, cn + hidden, cells + row * hidden);
           continue;
         }
-        LstmCellForward<T>(hidden, recurrent.data() + n * width, gates + row * width, cn, hn);
+        LstmCellForward<T>(hidden, recurrent.data() + n * width, gates + row * width, cn, hn,
+                           scratch.data());
         std::copy(hn, hn + hidden, out + row * hidden);
         std::copy(cn, cn + hidden, cells + row * hidden);
       }
@@ -85,8 +90,9 @@ void LstmKernel(KernelContext& ctx) {
 // One step of one sequence, backwards: from the gradients reaching h_t (dh,
 // plus d_out when given) and c_t (dc), writes the pre-activation gradients
 // `d_pre` and leaves in dc the gradient reaching c_{t-1}.
+// `tanh_cell` holds tanh(c_t) (its row of Cells through TanhInPlace).
 template <class T>
-void LstmCellBackward(int64_t hidden, const T* gates, const T* cell, const T* cell_before,
+void LstmCellBackward(int64_t hidden, const T* gates, const T* tanh_cell, const T* cell_before,
                       const T* d_out, const T* dh, T* dc, T* d_pre) {
   const T* gi = gates;
   const T* gf = gates + hidden;
@@ -94,7 +100,7 @@ void LstmCellBackward(int64_t hidden, const T* gates, const T* cell, const T* ce
   const T* go = gates + 3 * hidden;
   for (int64_t j = 0; j < hidden; ++j) {
     const T dh_j = d_out != nullptr ? dh[j] + d_out[j] : dh[j];
-    const T tanh_c = TanhOf(cell[j]);
+    const T tanh_c = tanh_cell[j];
     const T dc_j = dc[j] + dh_j * go[j] * (T(1) - tanh_c * tanh_c);
     const T c_before = cell_before != nullptr ? cell_before[j] : T(0);
     d_pre[j] = dc_j * gg[j] * gi[j] * (T(1) - gi[j]);
@@ -127,6 +133,7 @@ void LstmGradKernel(KernelContext& ctx) {
     std::vector<T> dc = LastStateGradient<T>(ctx, op, "LastC@GRAD", d);
     std::vector<T> d_pre(static_cast<size_t>(n_all * steps * width), T(0));
     std::vector<T> step(static_cast<size_t>(n_all * width)), back(dh.size());
+    std::vector<T> tanh_cell(static_cast<size_t>(hidden)), scratch(tanh_cell.size());
     for (int64_t t = steps - 1; t >= 0; --t) {
       for (int64_t n = 0; n < n_all; ++n) {
         T* step_n = step.data() + n * width;
@@ -135,7 +142,9 @@ void LstmGradKernel(KernelContext& ctx) {
           continue;
         }
         const int64_t row = n * steps + t;
-        LstmCellBackward<T>(hidden, gates + row * width, cells + row * hidden,
+        std::copy(cells + row * hidden, cells + (row + 1) * hidden, tanh_cell.begin());
+        TanhInPlace(tanh_cell.data(), hidden, scratch.data());
+        LstmCellBackward<T>(hidden, gates + row * width, tanh_cell.data(),
                             t > 0 ? cells + (row - 1) * hidden : nullptr,
                             d_out != nullptr ? d_out + row * hidden : nullptr,
                             dh.data() + n * hidden, dc.data() + n * hidden, step_n);
