@@ -18,18 +18,7 @@ namespace {
 // The last axis unmasked: rows of cols contiguous elements.
 template <class T>
 void SoftmaxLastAxis(const T* in, T* o, int64_t rows, int64_t cols) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const T* xr = in + r * cols;
-    T* yr = o + r * cols;
-    T max = xr[0];
-    for (int64_t j = 1; j < cols; ++j) max = std::max(max, xr[j]);
-    for (int64_t j = 0; j < cols; ++j) yr[j] = xr[j] - max;
-    VectorExp(yr, yr, cols);
-    T sum = 0;
-    for (int64_t j = 0; j < cols; ++j) sum += yr[j];
-    const T inv = T(1) / sum;
-    for (int64_t j = 0; j < cols; ++j) yr[j] *= inv;
-  }
+  for (int64_t r = 0; r < rows; ++r) SoftmaxOfRow(in + r * cols, o + r * cols, cols);
 }
 
 // One row of len elements `stride` apart; mr (null: nothing masked) holds the

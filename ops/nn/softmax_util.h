@@ -5,9 +5,11 @@
 // same messages on every place.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
+#include "ops/math/vector_math.h"
 #include "ops/nn/softmax_axis.h"
 #include "rill/kernel_context.h"
 
@@ -92,5 +94,29 @@ struct AccuracyInputs {
 // Reads them; throws kInvalidArgument unless Indices is [N, k], Out has its
 // shape and Label is [N, 1] or [N].
 AccuracyInputs ReadAccuracyInputs(const KernelContext& ctx);
+
+// One CPU row of `cols` (>= 1) contiguous values: yr = softmax(xr), from xr -
+// max so large values do not overflow, exp from vector_math.h. Returns the
+// max and the sum of the exponentials (log-sum-exp = max + log(sum)). yr may
+// be xr. softmax's unmasked last-axis rows and softmax_with_cross_entropy's
+// rows both go through it: the same bits.
+template <class T>
+struct SoftmaxRowSums {
+  T max;
+  T sum;
+};
+
+template <class T>
+SoftmaxRowSums<T> SoftmaxOfRow(const T* xr, T* yr, int64_t cols) {
+  T max = xr[0];
+  for (int64_t j = 1; j < cols; ++j) max = std::max(max, xr[j]);
+  for (int64_t j = 0; j < cols; ++j) yr[j] = xr[j] - max;
+  VectorExp(yr, yr, cols);
+  T sum = 0;
+  for (int64_t j = 0; j < cols; ++j) sum += yr[j];
+  const T inv = T(1) / sum;
+  for (int64_t j = 0; j < cols; ++j) yr[j] *= inv;
+  return {max, sum};
+}
 
 }  // namespace rill

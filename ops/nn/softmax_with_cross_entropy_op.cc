@@ -5,7 +5,6 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/math/vector_math.h"
 #include "ops/nn/softmax_util.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
@@ -51,16 +50,9 @@ void SoftmaxWithCrossEntropyKernel(KernelContext& ctx) {
         lo[r] = 0;
         continue;
       }
-      T max = xr[0];
-      for (int64_t j = 1; j < cols; ++j) max = std::max(max, xr[j]);
-      for (int64_t j = 0; j < cols; ++j) sr[j] = xr[j] - max;
-      VectorExp(sr, sr, cols);  // as softmax's rows: the same bits
-      T sum = 0;
-      for (int64_t j = 0; j < cols; ++j) sum += sr[j];
-      const T inv = T(1) / sum;
-      for (int64_t j = 0; j < cols; ++j) sr[j] *= inv;
+      const SoftmaxRowSums<T> row = SoftmaxOfRow(xr, sr, cols);  // as softmax's rows
       // -sum_j label_j * log(softmax_j) = sum(label) * logsumexp - sum(label * logits).
-      const T log_sum_exp = max + std::log(sum);
+      const T log_sum_exp = row.max + std::log(row.sum);
       lo[r] = label_sum * log_sum_exp - label_dot;
     }
   });
