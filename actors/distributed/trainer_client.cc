@@ -5,6 +5,7 @@
 #include <caf/event_based_actor.hpp>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -378,7 +379,7 @@ TrainerClient::Counters TrainerClient::counters() const {
 void TrainerClient::Pull(const std::string& endpoint, const std::string& var, int64_t min_step,
                          PullDone done, bool standing) {
   Link& link = LinkFor(endpoint);
-  Tensor ready;
+  std::optional<Tensor> ready;  // a standing pull's version that came before this Pull
   {
     std::lock_guard<std::mutex> lock(link.mutex);
     if (link.failure) {
@@ -398,8 +399,8 @@ void TrainerClient::Pull(const std::string& endpoint, const std::string& var, in
       if (standing && link.standing.count(var)) return;
     }
   }
-  if (ready.initialized()) {
-    done(std::move(ready), nullptr);
+  if (ready) {
+    done(std::move(*ready), nullptr);
     return;
   }
   proto::WireMessage message = WirePull(var);
