@@ -151,9 +151,10 @@ run() {
   return $failed
 }
 
-# Where a model's GPU step spends its time (PyTorch's: tools/bench/torch_gpu_profile.py): Nsight Compute times each kernel
-# of a window of launches of gpu_train_benchmark (after its warm-up) and the
-# times are summed per kernel name, largest first.
+# Where a model's GPU step spends its time (PyTorch's:
+# tools/bench/torch_gpu_profile.py): Nsight Compute times each kernel of a
+# window of launches of gpu_train_benchmark (after its warm-up) and the times
+# are summed per kernel name, largest first.
 profile() {
   local model=$1 batch=$2 skip=${3:-3000} count=${4:-400} root=/tmp/rill-gpu
   command -v ncu >/dev/null || { echo "gpu_bundle: no ncu on this machine"; return 1; }

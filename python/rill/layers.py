@@ -14,6 +14,11 @@ def _dtype_name(dtype):
     return np.dtype(dtype).name
 
 
+def _var_or_none(x):
+    """The builder Var of an optional layer input."""
+    return x._var if x is not None else None
+
+
 def _wrap(var, builder):
     return Variable(var, builder)
 
@@ -181,8 +186,7 @@ def lstm(input, size, length=None, fused=True):
     over the whole sequence, else the cells unrolled into matmul and
     elementwise ops (the same numbers)."""
     b = input.builder
-    out, last_h, last_c = b.lstm(input._var, size, fused,
-                                 length._var if length is not None else None)
+    out, last_h, last_c = b.lstm(input._var, size, fused, _var_or_none(length))
     return _wrap(out, b), _wrap(last_h, b), _wrap(last_c, b)
 
 
@@ -190,7 +194,7 @@ def gru(input, size, length=None, fused=True):
     """A GRU over input [N, T, D], as lstm: returns (out [N, T, size],
     last_hidden [N, size])."""
     b = input.builder
-    out, last_h = b.gru(input._var, size, fused, length._var if length is not None else None)
+    out, last_h = b.gru(input._var, size, fused, _var_or_none(length))
     return _wrap(out, b), _wrap(last_h, b)
 
 
@@ -205,8 +209,7 @@ def multi_head_attention(input, num_heads, key_mask=None):
     over the keys (only where key_mask, broadcasting to [N, H, T, T], is
     non-zero), times the values, heads merged, an output projection."""
     b = input.builder
-    return _wrap(b.multi_head_self_attention(
-        input._var, num_heads, key_mask._var if key_mask is not None else None), b)
+    return _wrap(b.multi_head_self_attention(input._var, num_heads, _var_or_none(key_mask)), b)
 
 
 def transformer_encoder_layer(input, num_heads, ffn_hidden, dropout=0.0, key_mask=None):
@@ -214,9 +217,8 @@ def transformer_encoder_layer(input, num_heads, ffn_hidden, dropout=0.0, key_mas
     h = x + dropout(attention(layer_norm(x))), out = h + dropout(fc(gelu(fc(
     layer_norm(h), ffn_hidden)), E))."""
     b = input.builder
-    return _wrap(b.transformer_encoder_layer(
-        input._var, num_heads, ffn_hidden, dropout,
-        key_mask._var if key_mask is not None else None), b)
+    return _wrap(b.transformer_encoder_layer(input._var, num_heads, ffn_hidden, dropout,
+                                             _var_or_none(key_mask)), b)
 
 
 def reshape(x, shape):
