@@ -4,6 +4,7 @@
 
 #include "ops/nn/conv_pool_geometry.h"
 #include "ops/nn/im2col.h"
+#include "ops/nn/pool2x2.h"
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
@@ -81,7 +82,9 @@ void Pool2dKernel(KernelContext& ctx) {
     const int64_t in_plane = g.height * g.width;
     const int64_t out_plane = g.out_h * g.out_w;
     const T full_area = static_cast<T>(g.kernel_h * g.kernel_w);
-    if (g.is_max) {
+    if (IsPool2x2(g)) {
+      Pool2x2Forward(g, in, o);
+    } else if (g.is_max) {
       ForEachWindow(g, [&](int64_t c, int64_t i, Span ys, Span xs) {
         const T* plane = in + c * in_plane;
         o[c * out_plane + i] = plane[ArgMax(plane, g.width, ys, xs)];
@@ -113,6 +116,10 @@ void Pool2dGradKernel(KernelContext& ctx) {
     const T* in = x.data<T>();
     const T* dy = run.dout ? run.dout->data<T>() : nullptr;
     T* dx = dx_tensor->Allocate<T>(x.shape());
+    if (dy != nullptr && IsPool2x2(g)) {
+      Pool2x2Backward(g, in, dy, dx);
+      return;
+    }
     std::fill(dx, dx + x.numel(), T(0));
     if (dy == nullptr) return;
     const int64_t in_plane = g.height * g.width;

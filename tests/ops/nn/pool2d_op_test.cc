@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <random>
 #include <string>
@@ -231,6 +232,45 @@ TEST(Pool2dOpTest, MaxGradientGoesToFirstMaximumOnTies) {
   const Tensor x2 = MakeTensor<double>({1, 1, 2, 2}, {0, 3, 3, 1});
   const Tensor dy2 = MakeTensor<double>({1, 1, 1, 1}, {7});
   EXPECT_EQ(RunPoolGrad(one, x2, dy2), (std::vector<double>{0, 7, 0, 0}));
+}
+
+// 2x2 windows at stride 2 without padding run a kernel of their own
+// (ops/nn/pool2x2.h) that must keep the general kernel's rules bit for bit.
+TEST(Pool2dOpTest, TwoByTwoHalvingKeepsTheGeneralRules) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Windows: a tie (first wins), NaN after a number (never wins), NaN first
+  // (nothing is greater), a -0 gradient (added onto zero: +0); 5 columns, so
+  // the last column is in no window.
+  const PoolCase c{"halving", "max", {1, 1, 2, 9}, {2, 2}, {2, 2}};
+  const Tensor x = MakeTensor<double>({1, 1, 2, 9}, {4, 1, 0, nan, nan, 9, 1, 2, 7,  //
+                                                     4, 4, 3, 2, 5, 9, 2, 1, 7});
+  auto out = RunOp({"pool2d", {{"X", {x}}}, {{"Out", 1}}, PoolAttrs(c)});
+  const std::vector<double> y = ToDoubles(out["Out"][0]);
+  ASSERT_EQ(y.size(), 4u);
+  EXPECT_EQ(y[0], 4);
+  EXPECT_EQ(y[1], 3);
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_EQ(y[3], 2);
+  const Tensor dy = MakeTensor<double>({1, 1, 1, 4}, {1, 2, 3, -0.0});
+  const std::vector<double> dx = RunPoolGrad(c, x, dy);
+  EXPECT_EQ(dx, (std::vector<double>{1, 0, 0, 0, 3, 0, 0, 0, 0,  //
+                                     0, 0, 2, 0, 0, 0, 0, 0, 0}));
+  EXPECT_FALSE(std::signbit(dx[7]));  // the -0 went to the window's cell (0, 1)
+  // Average: the same sums as the general kernel, from zero in row-major order.
+  PoolCase avg = c;
+  avg.type = "avg";
+  const Tensor finite = RandomTensor(c.x, 7);
+  auto avg_out = RunOp({"pool2d", {{"X", {finite}}}, {{"Out", 1}}, PoolAttrs(avg)});
+  const std::vector<double> v = ToDoubles(finite);
+  const std::vector<double> got = ToDoubles(avg_out["Out"][0]);
+  for (int ox = 0; ox < 4; ++ox) {
+    double sum = 0;
+    sum += v[2 * ox];
+    sum += v[2 * ox + 1];
+    sum += v[9 + 2 * ox];
+    sum += v[9 + 2 * ox + 1];
+    EXPECT_EQ(got[ox], sum / 4) << ox;
+  }
 }
 
 TEST(Pool2dOpTest, MaxIgnoresPadding) {
