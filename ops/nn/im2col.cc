@@ -38,8 +38,59 @@ AttrCheck PairAtLeast(int64_t min) {
   };
 }
 
+namespace {
+
+// Im2Col for stride 1 with output rows as wide as the input's ("same"
+// padding across, no dilation across): a tap's valid output rows read
+// consecutive input rows, so one copy moves them all and the few columns it
+// carries in from neighbouring rows are the padding zeroed after it. The
+// general loop's three calls per output row cost 70 us per image of the
+// CNN's second convolution (14x14, 32 channels, 5x5), twice a step; this
+// about half. False (nothing written) for other geometries.
+template <class T>
+bool Im2ColRowBlocks(const T* im, const ConvGeometry& g, T* col) {
+  if (g.stride_h != 1 || g.stride_w != 1 || g.dilation_w != 1 || g.out_w != g.width) return false;
+  const int64_t plane = g.height * g.width;
+  const int64_t cols = g.col_cols();
+  const int64_t w = g.width;
+  const int64_t channels = g.channels / g.groups;
+  for (int64_t c = 0; c < channels; ++c) {
+    const T* src = im + c * plane;
+    for (int64_t i = 0; i < g.kernel_h; ++i) {
+      const int64_t y_off = i * g.dilation_h - g.pad_h;
+      const Range ys = ValidRange(y_off, 1, g.height, g.out_h);
+      for (int64_t j = 0; j < g.kernel_w; ++j) {
+        const int64_t x_off = j - g.pad_w;
+        const Range xs = ValidRange(x_off, 1, g.width, g.out_w);
+        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * cols;
+        std::fill(row, row + ys.begin * w, T(0));
+        std::fill(row + ys.end * w, row + cols, T(0));
+        if (ys.end <= ys.begin) continue;
+        // Output element e reads input element e + shift; the copy is clipped
+        // to the plane (what it leaves out lies in the padding columns).
+        const int64_t shift = y_off * w + x_off;
+        const int64_t first = std::max(ys.begin * w, -shift);
+        const int64_t last = std::min(ys.end * w, plane - shift);
+        if (last > first) {
+          std::memcpy(row + first, src + first + shift,
+                      static_cast<size_t>(last - first) * sizeof(T));
+        }
+        for (int64_t oy = ys.begin; oy < ys.end; ++oy) {
+          T* dst = row + oy * w;
+          for (int64_t ox = 0; ox < xs.begin; ++ox) dst[ox] = T(0);
+          for (int64_t ox = xs.end; ox < w; ++ox) dst[ox] = T(0);
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 template <class T>
 void Im2Col(const T* im, const ConvGeometry& g, T* col) {
+  if (Im2ColRowBlocks(im, g, col)) return;
   const int64_t plane = g.height * g.width;
   const int64_t cols = g.col_cols();
   const int64_t channels = g.channels / g.groups;

@@ -113,6 +113,10 @@ std::vector<ConvCase> ForwardCases() {
   cases.push_back({"groups4_stride2", {1, 8, 6, 6}, {4, 2, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 4});
   cases.push_back({"mnist_like", {2, 1, 28, 28}, {4, 1, 5, 5}, {1, 1}, {2, 2}});
   cases.push_back({"mnist_like2", {2, 6, 14, 14}, {5, 6, 5, 5}, {1, 1}, {2, 2}});
+  // Stride 1 with output rows as wide as the input's: im2col's row-block copy.
+  cases.push_back({"same_width_dilated_rows", {1, 2, 7, 6}, {3, 2, 3, 3}, {1, 1}, {2, 1}, {2, 1}});
+  cases.push_back({"same_width_tall_pad", {1, 1, 3, 4}, {2, 1, 5, 3}, {1, 1}, {3, 1}});
+  cases.push_back({"same_width_column", {2, 2, 5, 4}, {3, 2, 3, 1}, {1, 1}, {1, 0}});
   return cases;
 }
 
@@ -154,6 +158,8 @@ std::vector<ConvCase> GradientCases() {
   cases.push_back({"groups2", {2, 4, 4, 4}, {4, 2, 2, 2}, {1, 1}, {1, 1}, {1, 1}, 2});
   cases.push_back({"nonsquare", {1, 2, 5, 6}, {2, 2, 2, 3}, {1, 2}, {1, 0}});
   cases.push_back({"pointwise", {2, 3, 3, 3}, {2, 3, 1, 1}});
+  cases.push_back({"same_width", {2, 3, 5, 6}, {2, 3, 3, 3}, {1, 1}, {1, 1}});
+  cases.push_back({"same_width_tall_pad", {1, 2, 3, 4}, {2, 2, 5, 3}, {1, 1}, {3, 1}});
   return cases;
 }
 
