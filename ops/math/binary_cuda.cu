@@ -3,6 +3,7 @@
 #include "ops/cuda_device_math.cuh"
 #include "ops/math/binary_cuda.h"
 #include "ops/math/broadcast_sum.h"
+#include "ops/math/lane_sum.h"
 
 namespace rill::cuda {
 namespace {
@@ -80,6 +81,27 @@ __global__ void GradYKernel(const T* x, const T* y, const T* dout, T* dy, int64_
   }
 }
 
+// A chunk's partial, terms k0..end of row `base`, in broadcast_sum.h's order:
+// lane_sum.h's kSumLanes lanes, the rest from zero, then the lanes in order.
+template <BinaryOp kOp, class T>
+__device__ T ChunkPartial(const T* x, T yj, const T* dout, int64_t base, int64_t k0, int64_t end) {
+  T lanes[kSumLanes];
+#pragma unroll
+  for (int u = 0; u < kSumLanes; ++u) lanes[u] = T(0);
+  int64_t k = k0;
+  for (; k + kSumLanes <= end; k += kSumLanes) {
+#pragma unroll
+    for (int u = 0; u < kSumLanes; ++u) {
+      lanes[u] = Add(lanes[u], TermY<kOp>(x[base + k + u], yj, dout[base + k + u]));
+    }
+  }
+  T total = T(0);
+  for (; k < end; ++k) total = Add(total, TermY<kOp>(x[base + k], yj, dout[base + k]));
+#pragma unroll
+  for (int u = 0; u < kSumLanes; ++u) total = Add(total, lanes[u]);
+  return total;
+}
+
 // dy[j] in broadcast_sum.h's order, one block per element of Y: each thread
 // sums one chunk of a row (pieces (i, chunk) in order, blockDim.x at a time)
 // and thread 0 adds the block's partials in order.
@@ -99,10 +121,7 @@ __global__ void GradYChunkedKernel(const T* x, const T* y, const T* dout, T* dy,
         const int64_t i = piece / chunks;
         const int64_t k0 = (piece % chunks) * kBroadcastSumChunk;
         const int64_t end = k0 + kBroadcastSumChunk < post ? k0 + kBroadcastSumChunk : post;
-        const int64_t base = (i * n + j) * post;
-        for (int64_t k = k0; k < end; ++k) {
-          partial = Add(partial, TermY<kOp>(x[base + k], yj, dout[base + k]));
-        }
+        partial = ChunkPartial<kOp>(x, yj, dout, (i * n + j) * post, k0, end);
       }
       partials[threadIdx.x] = partial;
       __syncthreads();
@@ -131,20 +150,7 @@ __global__ void GradYPiecesKernel(const T* x, const T* y, const T* dout, T* part
     const int64_t i = piece / chunks;
     const int64_t k0 = (piece % chunks) * kBroadcastSumChunk;
     const int64_t end = k0 + kBroadcastSumChunk < post ? k0 + kBroadcastSumChunk : post;
-    const int64_t base = (i * n + j) * post;
-    const T yj = y[j];
-    T partial = T(0);
-    int64_t k = k0;
-    // Eight terms loaded before they are added in order: the loads overlap.
-    for (; k + 8 <= end; k += 8) {
-      T terms[8];
-#pragma unroll
-      for (int u = 0; u < 8; ++u) terms[u] = TermY<kOp>(x[base + k + u], yj, dout[base + k + u]);
-#pragma unroll
-      for (int u = 0; u < 8; ++u) partial = Add(partial, terms[u]);
-    }
-    for (; k < end; ++k) partial = Add(partial, TermY<kOp>(x[base + k], yj, dout[base + k]));
-    partials[q] = partial;
+    partials[q] = ChunkPartial<kOp>(x, y[j], dout, (i * n + j) * post, k0, end);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "ops/math/broadcast_sum.h"
+#include "ops/math/lane_sum.h"
 #include "rill/kernel_context.h"
 #include "rill/op_schema.h"
 #include "rill/shape_context.h"
@@ -143,11 +144,9 @@ void ElementwiseBackward(KernelContext& ctx, DX dx_fn, DY dy_fn) {
               const int64_t base = (i * s.n + j) * s.post;
               for (int64_t first = 0; first < s.post; first += kBroadcastSumChunk) {
                 const int64_t end = std::min(s.post, first + kBroadcastSumChunk);
-                T partial = T(0);
-                for (int64_t k = first; k < end; ++k) {
-                  partial += dy_fn(x[base + k], y[j], dout[base + k]);
-                }
-                dy[j] += partial;
+                dy[j] += LaneSum<T>(end - first, [&](int64_t q) {
+                  return dy_fn(x[base + first + q], y[j], dout[base + first + q]);
+                });
               }
             }
           }

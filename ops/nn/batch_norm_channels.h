@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ops/nn/batch_norm_util.h"
-#include "ops/nn/lane_sum.h"
+#include "ops/math/lane_sum.h"
 #include "rill/kernel_context.h"
 
 namespace rill {

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "ops/nn/lane_sum.h"
+#include "ops/math/lane_sum.h"
 #include "ops/nn/layer_norm_util.h"
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"

@@ -4,7 +4,7 @@
 // threads loop) and shorter, Y@GRAD absent.
 //
 // Tolerances. The GPU sums a channel or a row as a block tree; the CPU with
-// eight lanes (ops/nn/lane_sum.h). The sums that differ: the batch mean and
+// eight lanes (ops/math/lane_sum.h). The sums that differ: the batch mean and
 // variance (batch_norm training), a row's mean and variance and the two row
 // sums of layer_norm_grad's X@GRAD, and batch_norm_grad's per-channel sums
 // (Scale@GRAD, Bias@GRAD and, in training, X@GRAD). Each rounding is 2^-24

@@ -34,11 +34,12 @@ TEST(ElementwiseAddOpTest, BiasGradientSumsOverRows) {
 }
 
 // Y@GRAD sums in ops/math/broadcast_sum.h's order, which the CUDA kernel
-// follows too: rows cut into chunks of 1024, each chunk summed from 0, the
-// partials added in order. The data is such that the plain sequential sum
-// gives other bits, so the order is what is checked.
-TEST(ElementwiseAddOpTest, BiasGradientOfLongRowsSumsInChunks) {
-  constexpr int64_t kPre = 3, kN = 2, kPost = 2100;
+// follows too: rows cut into chunks of 1024, each chunk summed in eight lanes
+// (whole groups of eight; the rest from 0, then the lanes in order), the
+// partials added in order from 0. The data is such that a plain sequential
+// sum, and sequential chunks, give other bits, so the order is what is checked.
+TEST(ElementwiseAddOpTest, BiasGradientOfLongRowsSumsInChunksOfLanes) {
+  constexpr int64_t kPre = 3, kN = 2, kPost = 2100;  // chunks of 1024, 1024 and 52
   const Tensor dout = RandomTensor({kPre, kN, kPost}, 7, -1, 1, DataType::kFloat32);
   auto out = RunOp({"elementwise_add_grad",
                     {{"X", {RandomTensor({kPre, kN, kPost}, 8, -1, 1, DataType::kFloat32)}},
@@ -47,22 +48,31 @@ TEST(ElementwiseAddOpTest, BiasGradientOfLongRowsSumsInChunks) {
                     {{"Y@GRAD", 1}},
                     [](proto::OpDesc* op) { SetAttr(op, "axis", 1); }});
   const float* d = dout.data<float>();
-  bool orders_differ = false;
+  bool lanes_matter = false, chunks_matter = false;
   for (int64_t j = 0; j < kN; ++j) {
-    float chunked = 0, sequential = 0;
+    float lane_chunked = 0, chunked = 0, sequential = 0;
     for (int64_t i = 0; i < kPre; ++i) {
       const float* row = d + (i * kN + j) * kPost;
       for (int64_t first = 0; first < kPost; first += 1024) {
-        float partial = 0;
-        for (int64_t k = first; k < std::min(kPost, first + 1024); ++k) partial += row[k];
+        const int64_t end = std::min(kPost, first + 1024);
+        float lanes[8] = {}, rest = 0, partial = 0;
+        int64_t k = first;
+        for (; k + 8 <= end; k += 8) {
+          for (int u = 0; u < 8; ++u) lanes[u] += row[k + u];
+        }
+        for (; k < end; ++k) rest += row[k];
+        for (float lane : lanes) rest += lane;
+        lane_chunked += rest;
+        for (k = first; k < end; ++k) partial += row[k];
         chunked += partial;
       }
       for (int64_t k = 0; k < kPost; ++k) sequential += row[k];
     }
-    EXPECT_EQ(out["Y@GRAD"][0].data<float>()[j], chunked) << j;
-    orders_differ = orders_differ || chunked != sequential;
+    EXPECT_EQ(out["Y@GRAD"][0].data<float>()[j], lane_chunked) << j;
+    lanes_matter = lanes_matter || lane_chunked != chunked;
+    chunks_matter = chunks_matter || lane_chunked != sequential;
   }
-  EXPECT_TRUE(orders_differ) << "the data does not tell the two orders apart";
+  EXPECT_TRUE(lanes_matter && chunks_matter) << "the data does not tell the orders apart";
 }
 
 TEST(ElementwiseAddOpTest, MissingOutputGradientMeansZero) {

@@ -2,7 +2,8 @@
 // compiler vectorises it without -ffast-math (one accumulator is a serial
 // chain it may not reorder). The result depends only on n and the terms, in a
 // fixed order: every executor and thread computes the same bits.
-// Used by the normalisation ops (batch_norm, layer_norm). Stateless.
+// Used by the normalisation ops (batch_norm, layer_norm) and for the chunks
+// of the binary ops' broadcast gradients (broadcast_sum.h). Stateless.
 #pragma once
 
 #include <cstdint>
