@@ -22,8 +22,12 @@ template <class T>
 void Im2Col(const T* im, const ConvGeometry& g, T* col);
 
 // The adjoint of Im2Col: adds each column entry into the image element it was
-// read from (entries over the padding are dropped). `im` is not cleared first.
+// read from (entries over the padding are dropped). `im` is not cleared first
+// and holds no -0 (an image that started at +0 and was only added to never
+// does: with stride 1 and output rows as wide as the input's, the adds go by
+// blocks that add +0 to cells a tap misses). `col` is scratch: its entries
+// over the padding may be overwritten with zeros.
 template <class T>
-void Col2Im(const T* col, const ConvGeometry& g, T* im);
+void Col2Im(T* col, const ConvGeometry& g, T* im);
 
 }  // namespace rill
