@@ -104,6 +104,12 @@ run() {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   ldd "$root/bin/rill" | grep -E "not found|cuda|cublas|nccl|stdc"
+  # The host CPU and the kernel OpenBLAS picks for it: one H100 host ran
+  # Rill's CPU MLP 5-7x slower per core than the 2-core CPU machine
+  # (2026-11-27, "Intel(R) Xeon(R) Processor"), perhaps a generic kernel.
+  echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2-), $(nproc) cores," \
+    "flags:$(grep -m1 '^flags' /proc/cpuinfo | grep -oE ' (avx2|avx512f|fma)\b' | tr -d '\n')"
+  OPENBLAS_VERBOSE=2 "$root/bin/rill" --version 2>&1 | grep -i "core" | head -2
   export OPENBLAS_NUM_THREADS=4
 
   step() {  # NAME SECONDS COMMAND...: runs it, notes PASS/FAIL with the time taken
