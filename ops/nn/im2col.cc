@@ -69,39 +69,56 @@ void AddBlock(T* __restrict to, const T* __restrict from, int64_t n) {
   for (int64_t k = 0; k < n; ++k) to[k] += from[k];
 }
 
-// Im2Col for IsRowBlockGeometry; false (nothing written) for other geometries.
-template <class T>
-bool Im2ColRowBlocks(const T* im, const ConvGeometry& g, T* col) {
-  if (!IsRowBlockGeometry(g)) return false;
-  const int64_t plane = g.height * g.width;
-  const int64_t cols = g.col_cols();
+// One tap (c, i, j) of a row-block geometry: its column row's index, the
+// rows and columns of it that read the image, and the block of it that maps
+// onto the channel's plane: element e at plane element e + shift, for e in
+// [first, last) (empty when no row is valid).
+struct RowBlockTap {
+  int64_t channel;
+  int64_t index;  // (c * kernel_h + i) * kernel_w + j
+  Range ys, xs;
+  int64_t shift, first, last;
+};
+
+template <class Fn>
+void ForEachRowBlockTap(const ConvGeometry& g, Fn fn) {
   const int64_t w = g.width;
+  const int64_t plane = g.height * w;
   const int64_t channels = g.channels / g.groups;
   for (int64_t c = 0; c < channels; ++c) {
-    const T* src = im + c * plane;
     for (int64_t i = 0; i < g.kernel_h; ++i) {
       const int64_t y_off = i * g.dilation_h - g.pad_h;
       const Range ys = ValidRange(y_off, 1, g.height, g.out_h);
       for (int64_t j = 0; j < g.kernel_w; ++j) {
         const int64_t x_off = j - g.pad_w;
-        const Range xs = ValidRange(x_off, 1, g.width, g.out_w);
-        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * cols;
-        if (ys.begin > 0) std::fill(row, row + ys.begin * w, T(0));
-        if (ys.end * w < cols) std::fill(row + ys.end * w, row + cols, T(0));
-        if (ys.end <= ys.begin) continue;
-        // Output element e reads input element e + shift; the copy is clipped
-        // to the plane (what it leaves out lies in the padding columns).
         const int64_t shift = y_off * w + x_off;
+        // Clipped to the plane: what falls outside lies in the padding columns.
         const int64_t first = std::max(ys.begin * w, -shift);
-        const int64_t last = std::min(ys.end * w, plane - shift);
-        if (last > first) {
-          std::memcpy(row + first, src + first + shift,
-                      static_cast<size_t>(last - first) * sizeof(T));
-        }
-        ZeroPaddingColumns(row, w, ys, xs);
+        const int64_t last = std::max(first, std::min(ys.end * w, plane - shift));
+        fn(RowBlockTap{c, (c * g.kernel_h + i) * g.kernel_w + j, ys,
+                       ValidRange(x_off, 1, g.width, g.out_w), shift, first, last});
       }
     }
   }
+}
+
+// Im2Col for IsRowBlockGeometry; false (nothing written) for other geometries.
+template <class T>
+bool Im2ColRowBlocks(const T* im, const ConvGeometry& g, T* col) {
+  if (!IsRowBlockGeometry(g)) return false;
+  const int64_t w = g.width;
+  const int64_t cols = g.col_cols();
+  ForEachRowBlockTap(g, [&](const RowBlockTap& t) {
+    T* row = col + t.index * cols;
+    if (t.ys.begin > 0) std::fill(row, row + t.ys.begin * w, T(0));
+    if (t.ys.end * w < cols) std::fill(row + t.ys.end * w, row + cols, T(0));
+    if (t.last > t.first) {
+      const T* src = im + t.channel * g.height * w;
+      std::memcpy(row + t.first, src + t.first + t.shift,
+                  static_cast<size_t>(t.last - t.first) * sizeof(T));
+    }
+    ZeroPaddingColumns(row, w, t.ys, t.xs);
+  });
   return true;
 }
 
@@ -115,28 +132,14 @@ bool Im2ColRowBlocks(const T* im, const ConvGeometry& g, T* col) {
 template <class T>
 bool Col2ImRowBlocks(T* col, const ConvGeometry& g, T* im) {
   if (!IsRowBlockGeometry(g)) return false;
-  const int64_t plane = g.height * g.width;
-  const int64_t cols = g.col_cols();
   const int64_t w = g.width;
-  const int64_t channels = g.channels / g.groups;
-  for (int64_t c = 0; c < channels; ++c) {
-    T* dst = im + c * plane;
-    for (int64_t i = 0; i < g.kernel_h; ++i) {
-      const int64_t y_off = i * g.dilation_h - g.pad_h;
-      const Range ys = ValidRange(y_off, 1, g.height, g.out_h);
-      if (ys.end <= ys.begin) continue;
-      for (int64_t j = 0; j < g.kernel_w; ++j) {
-        const int64_t x_off = j - g.pad_w;
-        const Range xs = ValidRange(x_off, 1, g.width, g.out_w);
-        T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * cols;
-        ZeroPaddingColumns(row, w, ys, xs);
-        const int64_t shift = y_off * w + x_off;
-        const int64_t first = std::max(ys.begin * w, -shift);
-        const int64_t last = std::min(ys.end * w, plane - shift);
-        AddBlock(dst + first + shift, row + first, last - first);
-      }
-    }
-  }
+  const int64_t cols = g.col_cols();
+  ForEachRowBlockTap(g, [&](const RowBlockTap& t) {
+    T* row = col + t.index * cols;
+    ZeroPaddingColumns(row, w, t.ys, t.xs);
+    T* dst = im + t.channel * g.height * w;
+    AddBlock(dst + t.first + t.shift, row + t.first, t.last - t.first);
+  });
   return true;
 }
 
