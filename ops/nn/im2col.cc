@@ -160,12 +160,11 @@ void Im2Col(const T* im, const ConvGeometry& g, T* col) {
         const int64_t x_off = j * g.dilation_w - g.pad_w;
         const Range xs = ValidRange(x_off, g.stride_w, g.width, g.out_w);
         T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * cols;
-        std::fill(row, row + ys.begin * g.out_w, T(0));
+        if (ys.begin > 0) std::fill(row, row + ys.begin * g.out_w, T(0));
         for (int64_t oy = ys.begin; oy < ys.end; ++oy) {
           T* dst = row + oy * g.out_w;
           // Index of output column 0 in src; only ox in xs is dereferenced.
           const int64_t base = (oy * g.stride_h + y_off) * g.width + x_off;
-          std::fill(dst, dst + xs.begin, T(0));
           if (g.stride_w == 1) {
             if (xs.end > xs.begin) {
               std::memcpy(dst + xs.begin, src + base + xs.begin,
@@ -174,9 +173,9 @@ void Im2Col(const T* im, const ConvGeometry& g, T* col) {
           } else {
             for (int64_t ox = xs.begin; ox < xs.end; ++ox) dst[ox] = src[base + ox * g.stride_w];
           }
-          std::fill(dst + xs.end, dst + g.out_w, T(0));
         }
-        std::fill(row + ys.end * g.out_w, row + cols, T(0));
+        ZeroPaddingColumns(row, g.out_w, ys, xs);
+        if (ys.end * g.out_w < cols) std::fill(row + ys.end * g.out_w, row + cols, T(0));
       }
     }
   }
