@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "ops/nn/batch_norm_util.h"
 #include "ops/math/lane_sum.h"
+#include "ops/nn/batch_norm_util.h"
 #include "rill/kernel_context.h"
 
 namespace rill {
