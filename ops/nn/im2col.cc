@@ -63,6 +63,16 @@ void ZeroPaddingColumns(T* row, int64_t w, Range ys, Range xs) {
   for (int64_t ox = xs.end; ox < w; ++ox) zero_column(ox);
 }
 
+// Zeroes everything of a tap's column row (h rows of w) that reads the
+// padding: the rows outside `ys` whole, and the columns outside `xs` of the
+// rest. Im2Col writes the entries that read the image around it.
+template <class T>
+void ZeroTapPadding(T* row, int64_t w, int64_t h, Range ys, Range xs) {
+  if (ys.begin > 0) std::fill(row, row + ys.begin * w, T(0));
+  if (ys.end < h) std::fill(row + ys.end * w, row + h * w, T(0));
+  ZeroPaddingColumns(row, w, ys, xs);
+}
+
 // to[k] += from[k]; the two never overlap (restrict: no overlap test per call).
 template <class T>
 void AddBlock(T* __restrict to, const T* __restrict from, int64_t n) {
@@ -110,14 +120,12 @@ bool Im2ColRowBlocks(const T* im, const ConvGeometry& g, T* col) {
   const int64_t cols = g.col_cols();
   ForEachRowBlockTap(g, [&](const RowBlockTap& t) {
     T* row = col + t.index * cols;
-    if (t.ys.begin > 0) std::fill(row, row + t.ys.begin * w, T(0));
-    if (t.ys.end * w < cols) std::fill(row + t.ys.end * w, row + cols, T(0));
     if (t.last > t.first) {
       const T* src = im + t.channel * g.height * w;
       std::memcpy(row + t.first, src + t.first + t.shift,
                   static_cast<size_t>(t.last - t.first) * sizeof(T));
     }
-    ZeroPaddingColumns(row, w, t.ys, t.xs);
+    ZeroTapPadding(row, w, g.out_h, t.ys, t.xs);
   });
   return true;
 }
@@ -160,7 +168,6 @@ void Im2Col(const T* im, const ConvGeometry& g, T* col) {
         const int64_t x_off = j * g.dilation_w - g.pad_w;
         const Range xs = ValidRange(x_off, g.stride_w, g.width, g.out_w);
         T* row = col + ((c * g.kernel_h + i) * g.kernel_w + j) * cols;
-        if (ys.begin > 0) std::fill(row, row + ys.begin * g.out_w, T(0));
         for (int64_t oy = ys.begin; oy < ys.end; ++oy) {
           T* dst = row + oy * g.out_w;
           // Index of output column 0 in src; only ox in xs is dereferenced.
@@ -174,8 +181,7 @@ void Im2Col(const T* im, const ConvGeometry& g, T* col) {
             for (int64_t ox = xs.begin; ox < xs.end; ++ox) dst[ox] = src[base + ox * g.stride_w];
           }
         }
-        ZeroPaddingColumns(row, g.out_w, ys, xs);
-        if (ys.end * g.out_w < cols) std::fill(row + ys.end * g.out_w, row + cols, T(0));
+        ZeroTapPadding(row, g.out_w, g.out_h, ys, xs);
       }
     }
   }

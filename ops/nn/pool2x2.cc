@@ -56,10 +56,10 @@ void Pool2x2Backward(const PoolGeometry& g, const T* x, const T* dout, T* dx) {
   const int64_t planes = g.batch * g.channels;
   const int64_t w = g.width;
   const int64_t covered_w = 2 * g.out_w;
-  for (int64_t c = 0; c < planes; ++c) {
-    const T* plane = x == nullptr ? nullptr : x + c * g.height * w;
-    T* d_plane = dx + c * g.height * w;
-    const T* dy = dout + c * g.out_h * g.out_w;
+  for (int64_t p = 0; p < planes; ++p) {
+    const T* plane = x == nullptr ? nullptr : x + p * g.height * w;
+    T* d_plane = dx + p * g.height * w;
+    const T* dy = dout + p * g.out_h * g.out_w;
     for (int64_t oy = 0; oy < g.out_h; ++oy) {
       T* d0 = d_plane + 2 * oy * w;
       T* d1 = d0 + w;

@@ -239,7 +239,7 @@ TEST(Pool2dOpTest, MaxGradientGoesToFirstMaximumOnTies) {
 TEST(Pool2dOpTest, TwoByTwoHalvingKeepsTheGeneralRules) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // Windows: a tie (first wins), NaN after a number (never wins), NaN first
-  // (nothing is greater), a -0 gradient (added onto zero: +0); 5 columns, so
+  // (nothing is greater), a -0 gradient (added onto zero: +0); 9 columns, so
   // the last column is in no window.
   const PoolCase c{"halving", "max", {1, 1, 2, 9}, {2, 2}, {2, 2}};
   const Tensor x = MakeTensor<double>({1, 1, 2, 9}, {4, 1, 0, nan, nan, 9, 1, 2, 7,  //
