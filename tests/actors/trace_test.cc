@@ -5,6 +5,7 @@
 // the trace-event format; buffers are bounded; nothing is recorded while off.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -146,6 +147,25 @@ ExecutionStrategy Traced(std::shared_ptr<TraceRecorder> trace, int threads) {
   return strategy;
 }
 
+// The trace of a two-stream executor whose runs have returned, exported once
+// at most one wake per stream is unmatched. A stream records a wake's receipt
+// when the drain it started ends, and that drain may still be running (the
+// iteration it finished has already returned) while the next wake is sent:
+// then a stream has two. An idle graph's drains end at once; this exports
+// again until they have, for 5 s at most (then the caller's check fails).
+constexpr int kWakesInFlight = 2;
+
+json ExportOnceWakesSettle(const TraceRecorder& trace) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  json t = Export(trace);
+  while (t["rill"]["unmatched_messages"].get<int>() > kWakesInFlight &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    t = Export(trace);
+  }
+  return t;
+}
+
 TEST(TraceTest, AnIterationRecordsOneMessagePerEdgeAndOneKernelPerOp) {
   Mlp m;
   Scope scope;
@@ -154,7 +174,7 @@ TEST(TraceTest, AnIterationRecordsOneMessagePerEdgeAndOneKernelPerOp) {
   ParallelExecutor exe(m.main.desc(), &scope, {.strategy = Traced(trace, 2)});
   constexpr int kIterations = 3;
   for (int i = 0; i < kIterations; ++i) exe.Run(Batch(i, 8), {m.loss.name});
-  const json t = Export(*trace);
+  const json t = ExportOnceWakesSettle(*trace);
   CheckFormat(t);
 
   const SsaGraph& graph = GraphOf(exe);
@@ -170,7 +190,7 @@ TEST(TraceTest, AnIterationRecordsOneMessagePerEdgeAndOneKernelPerOp) {
   }
   EXPECT_EQ(t["rill"]["dropped_events"], 0);
   // Only a wake can still be in flight when the file is written: one per stream at most.
-  EXPECT_LE(t["rill"]["unmatched_messages"].get<int>(), 2);
+  EXPECT_LE(t["rill"]["unmatched_messages"].get<int>(), kWakesInFlight);
   // The graph as exported matches the executor's.
   ASSERT_EQ(t["rill"]["graphs"].size(), 1u);
   const json& g = t["rill"]["graphs"][0];
