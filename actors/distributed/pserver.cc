@@ -1,6 +1,7 @@
 #include "rill/pserver.h"
 
 #include <algorithm>
+#include <atomic>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <future>
@@ -140,6 +141,11 @@ struct ParameterServer::State {
     // Trainers with a standing pull (sync mode): each version goes to them
     // once applied, without a PULL.
     std::vector<Pull> standing;
+    // VALUE frames reading the parameter's current buffer that the transport
+    // has not written yet: each one's `written` callback (on the transport's
+    // thread) counts itself out with release, and Apply reads the count with
+    // acquire, so a zero orders every read of those frames before the update.
+    std::shared_ptr<std::atomic<int64_t>> unwritten = std::make_shared<std::atomic<int64_t>>(0);
   };
   std::vector<Served> served;
   std::unordered_map<std::string, size_t> by_grad, by_param;
@@ -225,12 +231,15 @@ void FailServe(State& s, ErrorCode code, const std::string& why) {
 
 // A VALUE frame of the parameter as it is now. Its payload shares the
 // parameter's buffer (no copy): Apply gives the parameter a buffer of its own
-// before an update while frames still hold the old one.
+// before an update while such frames are still unwritten.
 void SendValue(State& s, const State::Served& block, const State::Link& to, bool standing) {
   FramedWire framed =
       FramedValue(block.param, block.version, s.scope.FindVar(block.param)->tensor());
   framed.message.set_standing(standing);
-  s.transport->Send(to.connection, EncodeMessageFrame(framed.message, framed.payload));
+  std::shared_ptr<std::atomic<int64_t>> unwritten = block.unwritten;
+  unwritten->fetch_add(1, std::memory_order_relaxed);
+  s.transport->Send(to.connection, EncodeMessageFrame(framed.message, framed.payload),
+                    [unwritten](bool) { unwritten->fetch_sub(1, std::memory_order_release); });
 }
 
 void AnswerPulls(State& s, State::Served& block) {
@@ -276,10 +285,15 @@ void Apply(State& s, State::Served& block, int64_t step) {
       s.executor.Run(*s.prepare);
       s.prepared_step = step;
     }
-    // VALUE frames still being written share the parameter's buffer: the
-    // update gets a copy of its own (in sync mode they are gone by now).
+    // VALUE frames not yet written read the parameter's buffer: the update
+    // gets a copy of its own (in sync mode they are written by now). The
+    // buffer's use count alone would not do: it is read without ordering, so
+    // a count of one says nothing about when the transport's reads ended.
     Tensor& param = *s.scope.FindVar(block.param)->mutable_tensor();
-    if (param.shares_buffer()) param = param.Clone();
+    if (block.unwritten->load(std::memory_order_acquire) > 0 || param.shares_buffer()) {
+      param = param.Clone();
+      block.unwritten = std::make_shared<std::atomic<int64_t>>(0);
+    }
     s.executor.Run(*block.block);
     ++block.version;
     const int64_t before = s.completed.load();
