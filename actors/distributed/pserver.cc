@@ -285,10 +285,9 @@ void Apply(State& s, State::Served& block, int64_t step) {
       s.executor.Run(*s.prepare);
       s.prepared_step = step;
     }
-    // VALUE frames not yet written read the parameter's buffer: the update
-    // gets a copy of its own (in sync mode they are written by now). The
-    // buffer's use count alone would not do: it is read without ordering, so
-    // a count of one says nothing about when the transport's reads ended.
+    // VALUE frames not yet written read the parameter's buffer, and the
+    // transport wants it unchanged until their `written` callbacks ran: the
+    // update gets a copy of its own (in sync mode they are written by now).
     Tensor& param = *s.scope.FindVar(block.param)->mutable_tensor();
     if (block.unwritten->load(std::memory_order_acquire) > 0 || param.shares_buffer()) {
       param = param.Clone();

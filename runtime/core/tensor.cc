@@ -65,12 +65,30 @@ void Tensor::CheckType(DataType requested) const {
              DataTypeName(requested));
 }
 
+namespace {
+
+// Whether this tensor is the buffer's only owner, ordered after the last use
+// by any owner that let go of it on another thread (a fetched tensor the
+// caller has read and dropped): use_count() alone reads the count without
+// ordering, so the buffer could be written before those reads are seen to
+// have ended. Taking a reference is an acquire-release increment of the
+// count (libstdc++), which reads the latest count and synchronizes with
+// every release of a reference before it.
+bool SoleOwner(const std::shared_ptr<Buffer>& buffer) {
+  if (buffer == nullptr || buffer.use_count() != 1) return false;
+  const std::shared_ptr<Buffer> probe = buffer;
+  return probe.use_count() == 2;
+}
+
+}  // namespace
+
+bool Tensor::shares_buffer() const { return buffer_ != nullptr && !SoleOwner(buffer_); }
+
 void Tensor::Allocate(DataType dtype, const Shape& shape, Place place) {
   const int64_t numel = NumElements(shape);
   const size_t needed = static_cast<size_t>(numel) * SizeOf(dtype);
-  const bool reusable = buffer_ != nullptr && buffer_.use_count() == 1 && offset_ == 0 &&
-                        !buffer_->foreign() && buffer_->place() == place &&
-                        buffer_->bytes() >= needed;
+  const bool reusable = SoleOwner(buffer_) && offset_ == 0 && !buffer_->foreign() &&
+                        buffer_->place() == place && buffer_->bytes() >= needed;
   if (!reusable) buffer_ = std::make_shared<Buffer>(needed, place);
   offset_ = 0;
   dtype_ = dtype;

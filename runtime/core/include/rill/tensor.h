@@ -66,7 +66,7 @@ class Tensor {
   bool initialized() const { return buffer_ != nullptr; }
   // True when another tensor views the same buffer (a copy, a slice, a
   // message being sent from it).
-  bool shares_buffer() const { return buffer_ != nullptr && buffer_.use_count() > 1; }
+  bool shares_buffer() const;
 
   // -- element access --------------------------------------------------------
   // Typed pointers; throw kInvalidArgument when T does not match dtype().
