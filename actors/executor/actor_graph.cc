@@ -7,6 +7,7 @@
 #include "actors/executor/graph_actors.h"
 #include "actors/executor/runtime_internals.h"
 #include "rill/log.h"
+#include "rill/parallel_for.h"
 #include "rill/validate.h"
 #include "runtime/core/place_io.h"
 #include "runtime/device/blas_threads.h"
@@ -140,8 +141,13 @@ void ActorGraph::MakeParts(SsaGraph ssa, VarIndex declared) {
   const bool oversubscribed = strategy_.linger_poll == LingerPoll::kYield ||
                               (strategy_.linger_poll == LingerPoll::kAuto &&
                                runtime_->threads() + 1 > Runtime::HardwareThreads());
-  drainer_ = std::make_unique<StreamDrainer>(*this, streams_, strategy_.spin_before_sleep,
-                                             oversubscribed, shut_down_);
+  if (streams_.size() > 1) {
+    helpers_ = std::make_unique<IdleHelpers>([this] {
+      for (auto& stream : streams_) stream->WakeIfIdle();
+    });
+  }
+  drainer_ = std::make_unique<StreamDrainer>(
+      *this, streams_, helpers_.get(), strategy_.spin_before_sleep, oversubscribed, shut_down_);
   watchdog_ = std::make_unique<Watchdog>(*built_, streams_, slots_, *async_, strategy_,
                                          [this](IterationSlot& slot, const std::string& why) {
                                            Abort(slot, ErrorCode::kTimeout, why);
@@ -322,6 +328,7 @@ void ActorGraph::RunKernel(Task* task, Stream& stream, IterationSlot& slot, uint
       drainer_->WaitForProducers(built_->nodes[node], stream);
     }
     stream.SetRunning(node);
+    ScopedParallelHelpers lend(helpers_.get());
     RunOrFail(slot, node, [task] { (*task->kernel)(*task->context); });
     stream.SetRunning(-1);
   }

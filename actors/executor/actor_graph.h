@@ -53,6 +53,7 @@
 #include "actors/executor/feed_rule.h"
 #include "actors/executor/gradient_merge.h"
 #include "actors/executor/graph_tracer.h"
+#include "actors/executor/idle_helpers.h"
 #include "actors/executor/iteration_slot.h"
 #include "actors/executor/merge_scheduler.h"
 #include "actors/executor/stream.h"
@@ -220,6 +221,8 @@ class ActorGraph : public std::enable_shared_from_this<ActorGraph> {
   std::unique_ptr<GradientMerger> merger_;
   std::unique_ptr<MergeScheduler> merges_;
   std::unique_ptr<AsyncOps> async_;
+  // Lent to CPU kernels' ParallelFor when the graph has more than one stream.
+  std::unique_ptr<IdleHelpers> helpers_;
   std::unique_ptr<StreamDrainer> drainer_;
   std::unique_ptr<Watchdog> watchdog_;
   caf::actor watchdog_actor_;

@@ -48,6 +48,11 @@ class Stream {
     queued_.fetch_add(1, std::memory_order_seq_cst);
     if (!claimed_.load(std::memory_order_seq_cst)) Wake();
   }
+  // Wakes the stream's actor when no thread holds the claim, so that a thread
+  // comes to drain it (and, finding no task, takes parts of offered jobs).
+  void WakeIfIdle() {
+    if (!claimed_.load(std::memory_order_seq_cst)) Wake();
+  }
   bool HasQueuedWork() const { return queued_.load(std::memory_order_seq_cst) > 0; }
   bool claimed() const { return claimed_.load(std::memory_order_acquire); }
   // Tasks run on this stream so far (for progress checks).

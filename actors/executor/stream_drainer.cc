@@ -38,10 +38,11 @@ bool Linger::Wait() {
 }
 
 StreamDrainer::StreamDrainer(ActorGraph& graph, const std::vector<std::unique_ptr<Stream>>& streams,
-                             std::chrono::microseconds linger, bool oversubscribed,
-                             const std::atomic<bool>& shut_down)
+                             IdleHelpers* helpers, std::chrono::microseconds linger,
+                             bool oversubscribed, const std::atomic<bool>& shut_down)
     : graph_(graph),
       streams_(streams),
+      helpers_(helpers),
       linger_(linger),
       oversubscribed_(oversubscribed),
       shut_down_(shut_down) {}
@@ -60,13 +61,18 @@ void StreamDrainer::Drain(Stream& stream) {
   do {
     Linger linger(linger_, oversubscribed_);
     while (true) {
-      if (RunAvailable(stream)) {
+      if (RunAvailable(stream) || HelpKernels()) {
         linger.Worked();
         continue;
       }
       if (shut_down_.load(std::memory_order_relaxed) || !linger.Wait()) break;
     }
-  } while (stream.ReleaseOrReclaim());
+  } while (ReleaseOrReclaim(stream));
+}
+
+bool StreamDrainer::ReleaseOrReclaim(Stream& stream) {
+  if (stream.ReleaseOrReclaim()) return true;
+  return helpers_ != nullptr && helpers_->HasOfferedParts() && stream.TryClaim();
 }
 
 void StreamDrainer::Help(const IterationSlot& slot, uint32_t generation, bool holding_home) {
@@ -80,13 +86,21 @@ void StreamDrainer::Help(const IterationSlot& slot, uint32_t generation, bool ho
   while (!done()) {
     bool worked = false;
     if (!holding) holding = home.TryClaim();
-    if (holding) worked |= RunAvailable(home);
+    if (holding) worked |= RunAvailable(home) || HelpKernels();
     for (size_t i = 1; i < streams_.size() && !done(); ++i) {
       Stream& s = *streams_[i];
-      if (!s.HasQueuedWork() || !s.TryClaim()) continue;
+      if (!s.HasQueuedWork()) continue;
+      // One claim at a time: a kernel of `s` run here while the home stream
+      // stays claimed would keep every thread that could take its parts
+      // (ParallelFor) away, as they help only from a stream they hold.
+      if (holding) {
+        while (ReleaseOrReclaim(home)) worked |= RunAvailable(home) || HelpKernels();
+        holding = false;
+      }
+      if (!s.TryClaim()) continue;
       do {
-        worked |= RunAvailable(s);
-      } while (s.ReleaseOrReclaim());
+        worked |= RunAvailable(s) || HelpKernels();
+      } while (ReleaseOrReclaim(s));
     }
     if (worked) {
       linger.Worked();
@@ -95,7 +109,9 @@ void StreamDrainer::Help(const IterationSlot& slot, uint32_t generation, bool ho
     }
   }
   if (holding) {
-    while (home.ReleaseOrReclaim()) RunAvailable(home);
+    while (ReleaseOrReclaim(home)) {
+      if (!RunAvailable(home)) HelpKernels();
+    }
   }
 }
 

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "actors/executor/built_graph.h"
+#include "actors/executor/idle_helpers.h"
 #include "actors/executor/stream.h"
 
 namespace rill {
@@ -53,8 +54,10 @@ class StreamDrainer {
   // Runs tasks of `streams` through `graph` (ActorGraph::Invoke). Stops
   // lingering at once when `shut_down` is set; `oversubscribed`: more
   // threads may drain than there are cores (lingering yields).
+  // Threads without tasks take parts of `helpers`' jobs (null: none) while
+  // they hold a stream, so no more threads compute than there are streams.
   StreamDrainer(ActorGraph& graph, const std::vector<std::unique_ptr<Stream>>& streams,
-                std::chrono::microseconds linger, bool oversubscribed,
+                IdleHelpers* helpers, std::chrono::microseconds linger, bool oversubscribed,
                 const std::atomic<bool>& shut_down);
 
   // A stream actor was woken: drains `stream` unless another thread holds it.
@@ -73,9 +76,15 @@ class StreamDrainer {
  private:
   // Runs what `stream` holds now; whether it ran anything.
   bool RunAvailable(Stream& stream);
+  // Takes parts of an offered ParallelFor job; whether it ran any.
+  bool HelpKernels() { return helpers_ != nullptr && helpers_->Help(); }
+  // Stream::ReleaseOrReclaim, also taking the claim back for a job offered
+  // meanwhile (IdleHelpers::HasOfferedParts): true when the caller must go on.
+  bool ReleaseOrReclaim(Stream& stream);
 
   ActorGraph& graph_;
   const std::vector<std::unique_ptr<Stream>>& streams_;
+  IdleHelpers* const helpers_;
   const std::chrono::microseconds linger_;
   const bool oversubscribed_;
   const std::atomic<bool>& shut_down_;

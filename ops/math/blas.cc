@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include "ops/math/gemm_recorder.h"
+#include "rill/parallel_for.h"
 
 namespace rill {
 namespace {
@@ -40,5 +41,20 @@ void Gemm<double>(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, d
               static_cast<blasint>(k), alpha, a, static_cast<blasint>(trans_a ? m : k), b,
               static_cast<blasint>(trans_b ? k : n), beta, c, static_cast<blasint>(n));
 }
+
+template <class T>
+void GemmRowParts(bool trans_b, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  const int64_t parts = PartsOf(m, kGemmRowsPerPart);
+  ParallelFor(parts, [&](int64_t part) {
+    const int64_t begin = PartBegin(m, parts, part);
+    const int64_t rows = PartBegin(m, parts, part + 1) - begin;
+    Gemm<T>(false, trans_b, rows, n, k, T(1), a + begin * k, b, T(0), c + begin * n);
+  });
+}
+
+template void GemmRowParts<float>(bool, int64_t, int64_t, int64_t, const float*, const float*,
+                                  float*);
+template void GemmRowParts<double>(bool, int64_t, int64_t, int64_t, const double*, const double*,
+                                   double*);
 
 }  // namespace rill

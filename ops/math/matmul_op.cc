@@ -2,6 +2,7 @@
 // asked. X and Y are matrices (rank 2) or batches of matrices whose batch dims
 // broadcast as numpy's matmul (matmul_batch.h): [B, H, T, D] x [B, H, D, T],
 // [B, T, D] x [D, E], [B, 1, T, D] x [B, H, D, T].
+#include <algorithm>
 #include <vector>
 
 #include "ops/math/binary_grad.h"
@@ -9,6 +10,7 @@
 #include "ops/math/mul_matmul_operands.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
+#include "rill/parallel_for.h"
 
 namespace rill {
 namespace {
@@ -23,14 +25,38 @@ void MatmulShape(ShapeContext& ctx) {
   ctx.SetOutput("Out", MatmulOutShape(d), ctx.InputType("X"));
 }
 
+// Products per ParallelFor part: about a quarter of a million multiply-adds.
+// Each product is its own GEMM call, so any grouping gives the same bits.
+int64_t ProductsPerPart(const MatmulDims& d) {
+  const int64_t work = std::max<int64_t>(1, d.m * d.n * d.k);
+  return std::max<int64_t>(1, (int64_t{1} << 18) / work);
+}
+
+// Runs product(i) for each product of the batch: in parts when the products
+// write disjoint gradients, in order when a broadcast matrix sums several
+// (`reused`); not at all without an output gradient (`any`).
+template <class F>
+void ForProducts(const MatmulDims& d, bool reused, bool any, const F& product) {
+  if (!any) return;
+  if (reused) {
+    for (int64_t i = 0; i < d.batch.count(); ++i) product(i);
+    return;
+  }
+  ParallelRanges(d.batch.count(), ProductsPerPart(d), 1, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) product(i);
+  });
+}
+
 void MatmulKernel(KernelContext& ctx) {
   const auto product = []<class T>(const MatmulOperands& op, const T* a, const T* b, Tensor* out) {
     const MatmulDims& d = op.d;
     T* c = out->Allocate<T>(op.out_shape);
-    for (int64_t i = 0; i < d.batch.count(); ++i) {
-      Gemm<T>(op.tx, op.ty, d.m, d.n, d.k, static_cast<T>(op.alpha), a + d.x_offset(i),
-              b + d.y_offset(i), T(0), c + i * d.out_size());
-    }
+    ParallelRanges(d.batch.count(), ProductsPerPart(d), 1, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        Gemm<T>(op.tx, op.ty, d.m, d.n, d.k, static_cast<T>(op.alpha), a + d.x_offset(i),
+                b + d.y_offset(i), T(0), c + i * d.out_size());
+      }
+    });
   };
   RunGemm(ctx, ResolveMatmul, product);
 }
@@ -48,7 +74,7 @@ void MatmulGradKernel(KernelContext& ctx) {
       T* dx = dx_t->Allocate<T>(io.x_shape);
       if (!io.dout || d.batch.x_reused()) dx_t->Fill(0);
       const T beta = d.batch.x_reused() ? T(1) : T(0);
-      for (int64_t i = 0; io.dout && i < d.batch.count(); ++i) {
+      ForProducts(d, d.batch.x_reused(), io.dout != nullptr, [&](int64_t i) {
         const T* gi = io.dout + i * d.out_size();
         const T* yi = io.y + d.y_offset(i);
         T* dxi = dx + d.x_offset(i);
@@ -57,13 +83,13 @@ void MatmulGradKernel(KernelContext& ctx) {
         } else {  // dX [K, M] = op(Y) [K, N] dO^T
           Gemm<T>(op.ty, true, d.k, d.m, d.n, a, yi, gi, beta, dxi);
         }
-      }
+      });
     }
     if (Tensor* dy_t = io.dy) {
       T* dy = dy_t->Allocate<T>(io.y_shape);
       if (!io.dout || d.batch.y_reused()) dy_t->Fill(0);
       const T beta = d.batch.y_reused() ? T(1) : T(0);
-      for (int64_t i = 0; io.dout && i < d.batch.count(); ++i) {
+      ForProducts(d, d.batch.y_reused(), io.dout != nullptr, [&](int64_t i) {
         const T* gi = io.dout + i * d.out_size();
         const T* xi = io.x + d.x_offset(i);
         T* dyi = dy + d.y_offset(i);
@@ -72,7 +98,7 @@ void MatmulGradKernel(KernelContext& ctx) {
         } else {  // dY [N, K] = dO^T op(X)
           Gemm<T>(true, op.tx, d.n, d.k, d.m, a, gi, xi, beta, dyi);
         }
-      }
+      });
     }
   };
   RunGemmGrad(ctx, ResolveMatmulGrad, grads);

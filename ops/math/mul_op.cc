@@ -42,7 +42,7 @@ void MulShape(ShapeContext& ctx) {
 void MulKernel(KernelContext& ctx) {
   const auto product = []<class T>(const MulOperands& m, const T* a, const T* b, Tensor* out) {
     T* c = out->Allocate<T>(m.out_shape);
-    Gemm<T>(false, false, m.x.rows, m.y.cols, m.x.cols, T(1), a, b, T(0), c);
+    GemmRowParts<T>(false, m.x.rows, m.y.cols, m.x.cols, a, b, c);
   };
   RunGemm(ctx, ResolveMul, product);
 }
@@ -53,7 +53,7 @@ void MulGradKernel(KernelContext& ctx) {
     if (Tensor* dx_t = io.dx) {
       T* dx = dx_t->Allocate<T>(io.x_shape);
       if (io.dout) {
-        Gemm<T>(false, true, m.x.rows, m.x.cols, m.y.cols, T(1), io.dout, io.y, T(0), dx);
+        GemmRowParts<T>(true, m.x.rows, m.x.cols, m.y.cols, io.dout, io.y, dx);
       } else {
         dx_t->Fill(0);
       }

@@ -8,6 +8,7 @@
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
+#include "rill/parallel_for.h"
 #include "rill/shape_context.h"
 
 namespace rill {
@@ -61,6 +62,15 @@ T* ColumnScratch(int64_t elements) {
   return buffer.data();
 }
 
+// Images per ParallelFor part: about half a million multiply-adds of GEMM.
+int64_t ImagesPerPart(const ConvGeometry& geo) {
+  const int64_t per_image =
+      std::max<int64_t>(1, geo.out_channels * geo.col_rows() * geo.col_cols());
+  return std::max<int64_t>(1, (int64_t{1} << 19) / per_image);
+}
+
+// Each image is convolved on its own (its im2col in the thread's scratch, its
+// GEMM into its own output), so parts of images give the same bits.
 void Conv2dKernel(KernelContext& ctx) {
   const ConvRun run = CheckConvKernel(ctx, false);
   const ConvGeometry& geo = run.geo;
@@ -72,23 +82,28 @@ void Conv2dKernel(KernelContext& ctx) {
     const T* x = input.data<T>();
     const T* w = filter.data<T>();
     T* y = output->Allocate<T>(ConvOutputShape(geo));
-    T* col = geo.direct() ? nullptr : ColumnScratch<T>(geo.col_rows() * geo.col_cols());
-    for (int64_t n = 0; n < geo.batch; ++n) {
-      for (int64_t g = 0; g < geo.groups; ++g) {
-        const T* xg = x + (n * geo.groups + g) * z.input;
-        const T* cols = xg;
-        if (!geo.direct()) {
-          Im2Col(xg, geo, col);
-          cols = col;
+    ParallelRanges(geo.batch, ImagesPerPart(geo), 1, [&](int64_t begin, int64_t end) {
+      T* col = geo.direct() ? nullptr : ColumnScratch<T>(geo.col_rows() * geo.col_cols());
+      for (int64_t n = begin; n < end; ++n) {
+        for (int64_t g = 0; g < geo.groups; ++g) {
+          const T* xg = x + (n * geo.groups + g) * z.input;
+          const T* cols = xg;
+          if (!geo.direct()) {
+            Im2Col(xg, geo, col);
+            cols = col;
+          }
+          Gemm(false, false, z.out_channels, geo.col_cols(), geo.col_rows(), T(1), w + g * z.filter,
+               cols, T(0), y + (n * geo.groups + g) * z.output);
         }
-        Gemm(false, false, z.out_channels, geo.col_cols(), geo.col_rows(), T(1), w + g * z.filter,
-             cols, T(0), y + (n * geo.groups + g) * z.output);
       }
-    }
+    });
   });
 }
 
 // Filter@GRAD = sum over images of dOut * col^T; Input@GRAD = col2im(Filter^T * dOut).
+// ParallelFor's part 0 sums Filter@GRAD over the images in order (one part:
+// the same bits as one loop); the other parts are runs of images' Input@GRAD,
+// each image's on its own.
 void Conv2dGradKernel(KernelContext& ctx) {
   const ConvRun run = CheckConvKernel(ctx, true);
   const ConvGeometry& geo = run.geo;
@@ -106,24 +121,31 @@ void Conv2dGradKernel(KernelContext& ctx) {
     if (dx) std::fill(dx, dx + input.numel(), T(0));
     if (dw) std::fill(dw, dw + filter.numel(), T(0));
     if (dy == nullptr || (dx == nullptr && dw == nullptr)) return;
-    T* col = geo.direct() ? nullptr : ColumnScratch<T>(geo.col_rows() * geo.col_cols());
     const int64_t m = z.out_channels;
     const int64_t k = geo.col_rows();
     const int64_t cols = geo.col_cols();
-    for (int64_t n = 0; n < geo.batch; ++n) {
-      for (int64_t g = 0; g < geo.groups; ++g) {
-        const int64_t in_offset = (n * geo.groups + g) * z.input;
-        const T* dyg = dy + (n * geo.groups + g) * z.output;
-        const T* wg = w + g * z.filter;
-        if (dw) {
+    const auto filter_grad = [&] {
+      T* col = geo.direct() ? nullptr : ColumnScratch<T>(k * cols);
+      for (int64_t n = 0; n < geo.batch; ++n) {
+        for (int64_t g = 0; g < geo.groups; ++g) {
+          const int64_t in_offset = (n * geo.groups + g) * z.input;
           const T* xcol = x + in_offset;
           if (!geo.direct()) {
             Im2Col(x + in_offset, geo, col);
             xcol = col;
           }
-          Gemm(false, true, m, k, cols, T(1), dyg, xcol, T(1), dw + g * z.filter);
+          Gemm(false, true, m, k, cols, T(1), dy + (n * geo.groups + g) * z.output, xcol, T(1),
+               dw + g * z.filter);
         }
-        if (dx) {
+      }
+    };
+    const auto input_grad = [&](int64_t begin, int64_t end) {
+      T* col = geo.direct() ? nullptr : ColumnScratch<T>(k * cols);
+      for (int64_t n = begin; n < end; ++n) {
+        for (int64_t g = 0; g < geo.groups; ++g) {
+          const int64_t in_offset = (n * geo.groups + g) * z.input;
+          const T* dyg = dy + (n * geo.groups + g) * z.output;
+          const T* wg = w + g * z.filter;
           if (geo.direct()) {
             Gemm(true, false, k, cols, m, T(1), wg, dyg, T(0), dx + in_offset);
           } else {
@@ -132,7 +154,14 @@ void Conv2dGradKernel(KernelContext& ctx) {
           }
         }
       }
-    }
+    };
+    const int64_t first = dw ? 1 : 0;
+    const int64_t dx_parts = dx ? PartsOf(geo.batch, ImagesPerPart(geo)) : 0;
+    ParallelFor(first + dx_parts, [&](int64_t part) {
+      if (part < first) return filter_grad();
+      const int64_t p = part - first;
+      input_grad(PartBegin(geo.batch, dx_parts, p), PartBegin(geo.batch, dx_parts, p + 1));
+    });
   });
 }
 

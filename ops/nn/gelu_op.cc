@@ -11,6 +11,7 @@
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
+#include "rill/parallel_for.h"
 #include "rill/shape_context.h"
 
 namespace rill {
@@ -56,15 +57,22 @@ void GeluGradLoop(const T* x, const T* dy, T* dx, int64_t n) {
   }
 }
 
+// Parts are runs of whole blocks (ParallelRanges' align), so each value meets
+// the vector functions where it would in one pass.
 void GeluKernel(KernelContext& ctx) {
-  UnaryForwardFrame(ctx, Place::Cpu(),
-                    []<class T>(const T* x, T* out, int64_t n) { GeluLoop<T>(x, out, n); });
+  UnaryForwardFrame(ctx, Place::Cpu(), []<class T>(const T* x, T* out, int64_t n) {
+    ParallelRanges(n, kMinValuesPerPart, kBlock,
+                   [&](int64_t b, int64_t e) { GeluLoop<T>(x + b, out + b, e - b); });
+  });
 }
 
 void GeluGradKernel(KernelContext& ctx) {
-  UnaryBackwardFrame(
-      ctx, "X", Place::Cpu(),
-      []<class T>(const T* x, const T* dy, T* dx, int64_t n) { GeluGradLoop<T>(x, dy, dx, n); });
+  UnaryBackwardFrame(ctx, "X", Place::Cpu(),
+                     []<class T>(const T* x, const T* dy, T* dx, int64_t n) {
+                       ParallelRanges(n, kMinValuesPerPart, kBlock, [&](int64_t b, int64_t e) {
+                         GeluGradLoop<T>(x + b, dy == nullptr ? nullptr : dy + b, dx + b, e - b);
+                       });
+                     });
 }
 
 void GeluGradShape(ShapeContext& ctx) {

@@ -2,6 +2,7 @@
 // zero mean and unit (biased) variance, times Scale plus Bias per element of
 // the row, as Fluid's layer_norm; and its gradient. Mean and Variance (one
 // per row) are kept for the gradient.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
+#include "rill/parallel_for.h"
 #include "rill/shape_context.h"
 
 namespace rill {
@@ -31,27 +33,30 @@ void LayerNormKernel(KernelContext& ctx) {
     T* var = var_t->Allocate<T>({rows});
     const T eps = static_cast<T>(r.epsilon);
     const T count = static_cast<T>(cols);
-    for (int64_t row = 0; row < rows; ++row) {
-      const T* xr = x + row * cols;
-      T* yr = y + row * cols;
-      const T m = LaneSum<T>(cols, [&](int64_t j) { return xr[j]; }) / count;
-      const T v = LaneSum<T>(cols,
-                             [&](int64_t j) {
-                               const T u = xr[j] - m;
-                               return u * u;
-                             }) /
-                  count;
-      const T inv = T(1) / std::sqrt(v + eps);
-      for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) * inv;
-      if (scale != nullptr) {
-        for (int64_t j = 0; j < cols; ++j) yr[j] *= scale[j];
+    const int64_t min_rows = std::max<int64_t>(1, kMinValuesPerPart / std::max<int64_t>(1, cols));
+    ParallelRanges(rows, min_rows, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t row = begin; row < end; ++row) {
+        const T* xr = x + row * cols;
+        T* yr = y + row * cols;
+        const T m = LaneSum<T>(cols, [&](int64_t j) { return xr[j]; }) / count;
+        const T v = LaneSum<T>(cols,
+                               [&](int64_t j) {
+                                 const T u = xr[j] - m;
+                                 return u * u;
+                               }) /
+                    count;
+        const T inv = T(1) / std::sqrt(v + eps);
+        for (int64_t j = 0; j < cols; ++j) yr[j] = (xr[j] - m) * inv;
+        if (scale != nullptr) {
+          for (int64_t j = 0; j < cols; ++j) yr[j] *= scale[j];
+        }
+        if (bias != nullptr) {
+          for (int64_t j = 0; j < cols; ++j) yr[j] += bias[j];
+        }
+        mean[row] = m;
+        var[row] = v;
       }
-      if (bias != nullptr) {
-        for (int64_t j = 0; j < cols; ++j) yr[j] += bias[j];
-      }
-      mean[row] = m;
-      var[row] = v;
-    }
+    });
   });
 }
 

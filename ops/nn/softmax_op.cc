@@ -11,6 +11,7 @@
 #include "ops/nn/softmax_util.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
+#include "rill/parallel_for.h"
 
 namespace rill {
 namespace {
@@ -70,17 +71,23 @@ void SoftmaxKernel(KernelContext& ctx) {
     const T* in = x.data<T>();
     const T* m = masked ? mask->data<T>() : nullptr;
     T* o = out->Allocate<T>(x.shape());
+    if (rows.len == 0) return;
+    const int64_t min_rows = std::max<int64_t>(1, kMinValuesPerPart / rows.len);
     if (!masked && rows.inner == 1) {
-      SoftmaxLastAxis(in, o, rows.len == 0 ? 0 : rows.outer, rows.len);
+      ParallelRanges(rows.outer, min_rows, 1, [&](int64_t b, int64_t e) {
+        SoftmaxLastAxis(in + b * rows.len, o + b * rows.len, e - b, rows.len);
+      });
       return;
     }
-    std::vector<T> scratch(static_cast<size_t>(rows.len));
-    for (int64_t r = 0; rows.len > 0 && r < rows.count(); ++r) {
-      const int64_t start = rows.Start(r);
-      const T* mr = masked ? m + mask_index.Offset(start) : nullptr;
-      SoftmaxRow(in + start, o + start, rows.len, rows.inner, mr, mask_index.axis_stride,
-                 scratch.data());
-    }
+    ParallelRanges(rows.count(), min_rows, 1, [&](int64_t b, int64_t e) {
+      std::vector<T> scratch(static_cast<size_t>(rows.len));
+      for (int64_t r = b; r < e; ++r) {
+        const int64_t start = rows.Start(r);
+        const T* mr = masked ? m + mask_index.Offset(start) : nullptr;
+        SoftmaxRow(in + start, o + start, rows.len, rows.inner, mr, mask_index.axis_stride,
+                   scratch.data());
+      }
+    });
   });
 }
 
@@ -130,14 +137,18 @@ void SoftmaxGradKernel(KernelContext& ctx) {
     const int64_t len = rows.len;
     const int64_t stride = rows.inner;
     T* g = dx->Allocate<T>(y.shape());
-    for (int64_t r = 0; len > 0 && r < rows.count(); ++r) {
-      if (stride == 1) {  // the last axis: contiguous rows
-        SoftmaxGradRow(out + r * len, dy + r * len, g + r * len, len, 1);
-      } else {
-        const int64_t start = rows.Start(r);
-        SoftmaxGradRow(out + start, dy + start, g + start, len, stride);
+    if (len == 0) return;
+    const int64_t min_rows = std::max<int64_t>(1, kMinValuesPerPart / len);
+    ParallelRanges(rows.count(), min_rows, 1, [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        if (stride == 1) {  // the last axis: contiguous rows
+          SoftmaxGradRow(out + r * len, dy + r * len, g + r * len, len, 1);
+        } else {
+          const int64_t start = rows.Start(r);
+          SoftmaxGradRow(out + start, dy + start, g + start, len, stride);
+        }
       }
-    }
+    });
   });
 }
 
