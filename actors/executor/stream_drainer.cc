@@ -4,19 +4,9 @@
 
 #include "actors/executor/actor_graph.h"
 #include "actors/trace/trace_context.h"
+#include "runtime/base/cpu_relax.h"
 
 namespace rill {
-namespace {
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
-
-}  // namespace
 
 Linger::Linger(std::chrono::microseconds limit, bool yield)
     : limit_(limit), yield_(yield), idle_since_(Clock::now()) {}

@@ -3,18 +3,12 @@
 #include <algorithm>
 #include <thread>
 
+#include "runtime/base/cpu_relax.h"
+
 namespace rill {
 namespace {
 
 thread_local ParallelHelpers* current_helpers = nullptr;
-
-inline void CpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#else
-  std::this_thread::yield();
-#endif
-}
 
 }  // namespace
 
