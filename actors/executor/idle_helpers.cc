@@ -22,25 +22,21 @@ void IdleHelpers::Withdraw(const ParallelJob* job) {
   offered_.fetch_sub(1, std::memory_order_relaxed);
 }
 
-bool IdleHelpers::HasOfferedParts() {
-  if (offered_.load(std::memory_order_seq_cst) == 0) return false;
+std::shared_ptr<ParallelJob> IdleHelpers::JobWithParts() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return std::any_of(jobs_.begin(), jobs_.end(),
-                     [](const std::shared_ptr<ParallelJob>& j) { return j->HasParts(); });
+  for (const auto& job : jobs_) {
+    if (job->HasParts()) return job;
+  }
+  return nullptr;
+}
+
+bool IdleHelpers::HasOfferedParts() {
+  return offered_.load(std::memory_order_seq_cst) > 0 && JobWithParts() != nullptr;
 }
 
 bool IdleHelpers::Help() {
   if (offered_.load(std::memory_order_acquire) == 0) return false;
-  std::shared_ptr<ParallelJob> job;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    for (const auto& j : jobs_) {
-      if (j->HasParts()) {
-        job = j;
-        break;
-      }
-    }
-  }
+  const std::shared_ptr<ParallelJob> job = JobWithParts();
   return job != nullptr && job->RunParts();
 }
 

@@ -32,6 +32,9 @@ class IdleHelpers : public ParallelHelpers {
   bool HasOfferedParts();
 
  private:
+  // The first offered job with parts left, or null.
+  std::shared_ptr<ParallelJob> JobWithParts();
+
   const std::function<void()> wake_idle_;
   std::atomic<int> offered_{0};
   std::mutex mutex_;

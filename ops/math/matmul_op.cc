@@ -33,8 +33,8 @@ int64_t ProductsPerPart(const MatmulDims& d) {
 }
 
 // Runs product(i) for each product of the batch: in parts when the products
-// write disjoint gradients, in order when a broadcast matrix sums several
-// (`reused`); not at all without an output gradient (`any`).
+// write disjoint outputs, in order when a broadcast matrix sums the gradients
+// of several (`reused`); not at all without an output gradient (`any`).
 template <class F>
 void ForProducts(const MatmulDims& d, bool reused, bool any, const F& product) {
   if (!any) return;
@@ -51,11 +51,9 @@ void MatmulKernel(KernelContext& ctx) {
   const auto product = []<class T>(const MatmulOperands& op, const T* a, const T* b, Tensor* out) {
     const MatmulDims& d = op.d;
     T* c = out->Allocate<T>(op.out_shape);
-    ParallelRanges(d.batch.count(), ProductsPerPart(d), 1, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        Gemm<T>(op.tx, op.ty, d.m, d.n, d.k, static_cast<T>(op.alpha), a + d.x_offset(i),
-                b + d.y_offset(i), T(0), c + i * d.out_size());
-      }
+    ForProducts(d, /*reused=*/false, /*any=*/true, [&](int64_t i) {
+      Gemm<T>(op.tx, op.ty, d.m, d.n, d.k, static_cast<T>(op.alpha), a + d.x_offset(i),
+              b + d.y_offset(i), T(0), c + i * d.out_size());
     });
   };
   RunGemm(ctx, ResolveMatmul, product);

@@ -20,8 +20,7 @@
 
 namespace rill {
 
-// One ParallelFor's parts. Threads take parts by number; the last part
-// taken is the last one to start.
+// One ParallelFor's parts, which threads take in order by number.
 class ParallelJob {
  public:
   ParallelJob(int64_t parts, const std::function<void(int64_t)>& body)
