@@ -1,7 +1,6 @@
 #include "rill/pserver.h"
 
 #include <algorithm>
-#include <atomic>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <future>
@@ -141,11 +140,6 @@ struct ParameterServer::State {
     // Trainers with a standing pull (sync mode): each version goes to them
     // once applied, without a PULL.
     std::vector<Pull> standing;
-    // VALUE frames reading the parameter's current buffer that the transport
-    // has not written yet: each one's `written` callback (on the transport's
-    // thread) counts itself out with release, and Apply reads the count with
-    // acquire, so a zero orders every read of those frames before the update.
-    std::shared_ptr<std::atomic<int64_t>> unwritten = std::make_shared<std::atomic<int64_t>>(0);
   };
   std::vector<Served> served;
   std::unordered_map<std::string, size_t> by_grad, by_param;
@@ -231,15 +225,12 @@ void FailServe(State& s, ErrorCode code, const std::string& why) {
 
 // A VALUE frame of the parameter as it is now. Its payload shares the
 // parameter's buffer (no copy): Apply gives the parameter a buffer of its own
-// before an update while such frames are still unwritten.
+// before an update while frames still hold the old one.
 void SendValue(State& s, const State::Served& block, const State::Link& to, bool standing) {
   FramedWire framed =
       FramedValue(block.param, block.version, s.scope.FindVar(block.param)->tensor());
   framed.message.set_standing(standing);
-  std::shared_ptr<std::atomic<int64_t>> unwritten = block.unwritten;
-  unwritten->fetch_add(1, std::memory_order_relaxed);
-  s.transport->Send(to.connection, EncodeMessageFrame(framed.message, framed.payload),
-                    [unwritten](bool) { unwritten->fetch_sub(1, std::memory_order_release); });
+  s.transport->Send(to.connection, EncodeMessageFrame(framed.message, framed.payload));
 }
 
 void AnswerPulls(State& s, State::Served& block) {
@@ -285,14 +276,13 @@ void Apply(State& s, State::Served& block, int64_t step) {
       s.executor.Run(*s.prepare);
       s.prepared_step = step;
     }
-    // VALUE frames not yet written read the parameter's buffer, and the
-    // transport wants it unchanged until their `written` callbacks ran: the
-    // update gets a copy of its own (in sync mode they are written by now).
+    // VALUE frames hold the parameter's buffer until the transport has
+    // written them (and ran their `written`): while one does, the update gets
+    // a copy of its own (in sync mode they are gone by now). shares_buffer()
+    // is ordered after the transport thread's release of the buffer, so its
+    // reads end before the update's writes begin.
     Tensor& param = *s.scope.FindVar(block.param)->mutable_tensor();
-    if (block.unwritten->load(std::memory_order_acquire) > 0 || param.shares_buffer()) {
-      param = param.Clone();
-      block.unwritten = std::make_shared<std::atomic<int64_t>>(0);
-    }
+    if (param.shares_buffer()) param = param.Clone();
     s.executor.Run(*block.block);
     ++block.version;
     const int64_t before = s.completed.load();
