@@ -1,10 +1,12 @@
-// conv2d: 2-D convolution (cross-correlation) of NCHW images by im2col + GEMM, and its gradient.
+// conv2d: 2-D convolution (cross-correlation) of NCHW images by im2col + GEMM
+// (3x3 at stride 1: Winograd, winograd3x3.h), and its gradient.
 #include <algorithm>
 #include <vector>
 
 #include "ops/math/blas.h"
 #include "ops/nn/conv_pool_geometry.h"
 #include "ops/nn/im2col.h"
+#include "ops/nn/winograd3x3.h"
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
@@ -55,7 +57,7 @@ GroupSizes GroupSizesOf(const ConvGeometry& g) {
 
 // Grow-only column buffer, one per thread: kernels of different ops may run
 // concurrently, and steady-state steps should not allocate.
-template <class T>
+template <class T, int kSlot = 0>
 T* ColumnScratch(int64_t elements) {
   thread_local std::vector<T> buffer;
   if (buffer.size() < static_cast<size_t>(elements)) buffer.resize(static_cast<size_t>(elements));
@@ -69,8 +71,29 @@ int64_t ImagesPerPart(const ConvGeometry& geo) {
   return std::max<int64_t>(1, (int64_t{1} << 19) / per_image);
 }
 
+// The filters transformed for Winograd3x3Convolve, in the calling thread's
+// scratch (ParallelFor's other threads read it until the loop returns).
+template <class T>
+const T* WinogradFilters(const T* w, const Winograd3x3Shape& s, bool turned) {
+  T* u = ColumnScratch<T, 1>(16 * s.out_channels * s.channels);
+  Winograd3x3Filters(w, s, turned, u);
+  return u;
+}
+
+// Winograd's chunks of images, which are ParallelFor's parts: the same
+// chunks however many threads help, so the same bits.
+struct ImageChunks {
+  int64_t images;
+  int64_t chunk;
+  ImageChunks(int64_t n, const Winograd3x3Shape& s) : images(n), chunk(s.images_per_chunk()) {}
+  int64_t count() const { return (images + chunk - 1) / chunk; }
+  int64_t begin(int64_t part) const { return part * chunk; }
+  int64_t end(int64_t part) const { return std::min(images, (part + 1) * chunk); }
+};
+
 // Each image is convolved on its own (its im2col in the thread's scratch, its
-// GEMM into its own output), so parts of images give the same bits.
+// GEMM into its own output), so parts of images give the same bits. 3x3
+// stride-1 convolutions take Winograd's path instead (winograd3x3.h).
 void Conv2dKernel(KernelContext& ctx) {
   const ConvRun run = CheckConvKernel(ctx, false);
   const ConvGeometry& geo = run.geo;
@@ -82,6 +105,17 @@ void Conv2dKernel(KernelContext& ctx) {
     const T* x = input.data<T>();
     const T* w = filter.data<T>();
     T* y = output->Allocate<T>(ConvOutputShape(geo));
+    if (Winograd3x3Applies(geo)) {
+      const Winograd3x3Shape s = Winograd3x3Forward(geo);
+      const T* u = WinogradFilters(w, s, false);
+      const ImageChunks chunks(geo.batch, s);
+      ParallelFor(chunks.count(), [&](int64_t part) {
+        const int64_t begin = chunks.begin(part);
+        Winograd3x3Convolve(x + begin * z.input, u, s, chunks.end(part) - begin,
+                            y + begin * z.output);
+      });
+      return;
+    }
     ParallelRanges(geo.batch, ImagesPerPart(geo), 1, [&](int64_t begin, int64_t end) {
       T* col = geo.direct() ? nullptr : ColumnScratch<T>(geo.col_rows() * geo.col_cols());
       for (int64_t n = begin; n < end; ++n) {
@@ -118,7 +152,9 @@ void Conv2dGradKernel(KernelContext& ctx) {
     const T* dy = run.dout ? run.dout->data<T>() : nullptr;
     T* dx = dinput ? dinput->Allocate<T>(input.shape()) : nullptr;
     T* dw = dfilter ? dfilter->Allocate<T>(filter.shape()) : nullptr;
-    if (dx) std::fill(dx, dx + input.numel(), T(0));
+    // Winograd's Input@GRAD writes every value; col2im adds into zeros.
+    const bool winograd_dx = dx && dy && Winograd3x3Applies(geo);
+    if (dx && !winograd_dx) std::fill(dx, dx + input.numel(), T(0));
     if (dw) std::fill(dw, dw + filter.numel(), T(0));
     if (dy == nullptr || (dx == nullptr && dw == nullptr)) return;
     const int64_t m = z.out_channels;
@@ -156,6 +192,18 @@ void Conv2dGradKernel(KernelContext& ctx) {
       }
     };
     const int64_t first = dw ? 1 : 0;
+    if (winograd_dx) {
+      const Winograd3x3Shape s = Winograd3x3InputGrad(geo);
+      const T* u = WinogradFilters(w, s, true);
+      const ImageChunks chunks(geo.batch, s);
+      ParallelFor(first + chunks.count(), [&](int64_t part) {
+        if (part < first) return filter_grad();
+        const int64_t begin = chunks.begin(part - first);
+        Winograd3x3Convolve(dy + begin * z.output, u, s, chunks.end(part - first) - begin,
+                            dx + begin * z.input);
+      });
+      return;
+    }
     const int64_t dx_parts = dx ? PartsOf(geo.batch, ImagesPerPart(geo)) : 0;
     ParallelFor(first + dx_parts, [&](int64_t part) {
       if (part < first) return filter_grad();
@@ -183,7 +231,8 @@ RILL_REGISTER_OP(
     conv2d,
     WithConvAttrs(OpSchema("conv2d")
                       .Doc("2-D convolution (cross-correlation) of NCHW images with strides, zero "
-                           "padding, dilations and channel groups; im2col + GEMM.")
+                           "padding, dilations and channel groups; im2col + GEMM (3x3 at stride 1 "
+                           "with 8 channels or more: Winograd F(2x2, 3x3)).")
                       .Input("Input", "images [N, C, H, W]")
                       .Input("Filter", "kernels [M, C / groups, kh, kw]")
                       .Output("Output",
