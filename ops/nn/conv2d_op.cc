@@ -137,7 +137,8 @@ void Conv2dKernel(KernelContext& ctx) {
 // Filter@GRAD = sum over images of dOut * col^T; Input@GRAD = col2im(Filter^T * dOut).
 // ParallelFor's part 0 sums Filter@GRAD over the images in order (one part:
 // the same bits as one loop); the other parts are runs of images' Input@GRAD,
-// each image's on its own.
+// each image's on its own. Where Winograd applies, it computes both: Filter@GRAD
+// in the transformed domain, Input@GRAD as a convolution of dOut.
 void Conv2dGradKernel(KernelContext& ctx) {
   const ConvRun run = CheckConvKernel(ctx, true);
   const ConvGeometry& geo = run.geo;
@@ -160,7 +161,9 @@ void Conv2dGradKernel(KernelContext& ctx) {
     const int64_t m = z.out_channels;
     const int64_t k = geo.col_rows();
     const int64_t cols = geo.col_cols();
+    const bool winograd = Winograd3x3Applies(geo);
     const auto filter_grad = [&] {
+      if (winograd) return Winograd3x3FilterGrad(x, dy, Winograd3x3Forward(geo), geo.batch, dw);
       T* col = geo.direct() ? nullptr : ColumnScratch<T>(k * cols);
       for (int64_t n = 0; n < geo.batch; ++n) {
         for (int64_t g = 0; g < geo.groups; ++g) {

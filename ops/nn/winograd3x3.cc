@@ -37,21 +37,30 @@ T* Scratch(int64_t elements) {
   return buffer.data();
 }
 
-// Copies n images x [channels, height, width] into xt [channels, padded_h,
-// padded_w, n], the padding zero.
+// Copies n images x [channels, height, width] (image after image) into xt
+// [channels, rows, cols, n], image-minor, the image at (top, left) of each
+// plane and the rest zero.
 template <class T>
-void GatherImages(const T* x, const Winograd3x3Shape& s, const WinogradTiles& l, T* xt) {
-  const int64_t n = l.images, image = s.channels * s.height * s.width;
-  std::fill(xt, xt + s.channels * l.padded_h * l.padded_w * n, T(0));
-  for (int64_t c = 0; c < s.channels; ++c) {
-    for (int64_t y = 0; y < s.height; ++y) {
-      const T* in = x + (c * s.height + y) * s.width;
-      T* out = xt + ((c * l.padded_h + y + s.pad_h) * l.padded_w + s.pad_w) * n;
-      for (int64_t px = 0; px < s.width; ++px) {
+void GatherImageMinor(const T* x, int64_t channels, int64_t height, int64_t width, int64_t rows,
+                      int64_t cols, int64_t top, int64_t left, int64_t n, T* xt) {
+  const int64_t image = channels * height * width;
+  std::fill(xt, xt + channels * rows * cols * n, T(0));
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t y = 0; y < height; ++y) {
+      const T* in = x + (c * height + y) * width;
+      T* out = xt + ((c * rows + y + top) * cols + left) * n;
+      for (int64_t px = 0; px < width; ++px) {
         for (int64_t i = 0; i < n; ++i) out[px * n + i] = in[i * image + px];
       }
     }
   }
+}
+
+// The input images of a chunk, zero-padded, as the input transform reads them.
+template <class T>
+void GatherImages(const T* x, const Winograd3x3Shape& s, const WinogradTiles& l, T* xt) {
+  GatherImageMinor(x, s.channels, s.height, s.width, l.padded_h, l.padded_w, s.pad_h, s.pad_w,
+                   l.images, xt);
 }
 
 // Copies yt back into n images [out_channels, out_h, out_w]; the outputs of
@@ -166,11 +175,70 @@ void Winograd3x3Convolve(const T* x, const T* u, const Winograd3x3Shape& s, int6
   }
 }
 
+// dW = G^T dU G for each (o, c): dU holds 16 planes of [out_channels x
+// channels], dw is [out_channels, channels, 3, 3].
+template <class T>
+void FilterGradsFromTiles(const T* du, const Winograd3x3Shape& s, T* dw) {
+  const int64_t plane = s.out_channels * s.channels;
+  const T half = T(0.5);
+  for (int64_t oc = 0; oc < plane; ++oc) {
+    T x[4][4];
+    for (int e = 0; e < 16; ++e) x[e / 4][e % 4] = du[e * plane + oc];
+    T r[3][4];  // G^T x
+    for (int q = 0; q < 4; ++q) {
+      const T mid = (x[1][q] + x[2][q]) * half;
+      r[0][q] = x[0][q] + mid;
+      r[1][q] = (x[1][q] - x[2][q]) * half;
+      r[2][q] = mid + x[3][q];
+    }
+    T* out = dw + oc * 9;
+    for (int i = 0; i < 3; ++i) {  // (G^T x) G
+      const T mid = (r[i][1] + r[i][2]) * half;
+      out[i * 3] = r[i][0] + mid;
+      out[i * 3 + 1] = (r[i][1] - r[i][2]) * half;
+      out[i * 3 + 2] = mid + r[i][3];
+    }
+  }
+}
+
+template <class T>
+void Winograd3x3FilterGrad(const T* x, const T* dy, const Winograd3x3Shape& s, int64_t images,
+                           T* dw) {
+  const WinogradTransforms<T>& transforms = Transforms<T>();
+  const int64_t chunk = s.images_per_chunk();
+  const WinogradTiles full(s, chunk);
+  const int64_t plane = s.out_channels * s.channels;
+  T* xt = Scratch<T, 0>(s.channels * full.padded_h * full.padded_w * chunk);
+  T* v = Scratch<T, 1>(16 * s.channels * full.columns());
+  T* dm = Scratch<T, 2>(16 * s.out_channels * full.columns());
+  T* dyt = Scratch<T, 3>(s.out_channels * 4 * full.tiles * chunk);
+  T* du = Scratch<T, 4>(16 * plane);
+  std::fill(du, du + 16 * plane, T(0));
+  for (int64_t first = 0; first < images; first += chunk) {
+    const WinogradTiles l(s, std::min(chunk, images - first));
+    const int64_t cols = l.columns();
+    GatherImages(x + first * s.channels * s.height * s.width, s, l, xt);
+    transforms.input(xt, s, l, v, s.channels * cols);
+    GatherImageMinor(dy + first * s.out_channels * s.out_h() * s.out_w(), s.out_channels, s.out_h(),
+                     s.out_w(), 2 * s.tiles_h(), 2 * s.tiles_w(), 0, 0, l.images, dyt);
+    transforms.output_grad(dyt, s, l, dm, s.out_channels * cols);
+    for (int64_t e = 0; e < 16; ++e) {
+      Gemm(false, true, s.out_channels, s.channels, cols, T(1), dm + e * s.out_channels * cols,
+           v + e * s.channels * cols, T(1), du + e * plane);
+    }
+  }
+  FilterGradsFromTiles(du, s, dw);
+}
+
 template void Winograd3x3Filters<float>(const float*, const Winograd3x3Shape&, bool, float*);
 template void Winograd3x3Filters<double>(const double*, const Winograd3x3Shape&, bool, double*);
 template void Winograd3x3Convolve<float>(const float*, const float*, const Winograd3x3Shape&,
                                          int64_t, float*);
 template void Winograd3x3Convolve<double>(const double*, const double*, const Winograd3x3Shape&,
                                           int64_t, double*);
+template void Winograd3x3FilterGrad<float>(const float*, const float*, const Winograd3x3Shape&,
+                                           int64_t, float*);
+template void Winograd3x3FilterGrad<double>(const double*, const double*, const Winograd3x3Shape&,
+                                            int64_t, double*);
 
 }  // namespace rill

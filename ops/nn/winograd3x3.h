@@ -70,4 +70,12 @@ void Winograd3x3Filters(const T* w, const Winograd3x3Shape& s, bool turned, T* u
 template <class T>
 void Winograd3x3Convolve(const T* x, const T* u, const Winograd3x3Shape& s, int64_t images, T* y);
 
+// Filter@GRAD of the forward convolution s over `images` images x and their
+// output gradients dy, written to dw [out_channels, channels, 3, 3]: in the
+// transformed domain, dU = sum over tiles of (A dY A^T) .* (B^T d B), one
+// GEMM per plane accumulated chunk after chunk, then dW = G^T dU G.
+template <class T>
+void Winograd3x3FilterGrad(const T* x, const T* dy, const Winograd3x3Shape& s, int64_t images,
+                           T* dw);
+
 }  // namespace rill

@@ -43,6 +43,11 @@ struct WinogradTransforms {
   // [out_channels, 2 * tiles_h, 2 * tiles_w, n].
   void (*output)(const T* m, int64_t e_stride, const Winograd3x3Shape& s, const WinogradTiles& l,
                  T* yt);
+  // Writes A g A^T of every 2x2 tile g of yt [out_channels, 2 * tiles_h,
+  // 2 * tiles_w, n] (the gradient of the output tiles) into dm, laid out as
+  // output's m: the gradient of the products, for the filter gradient.
+  void (*output_grad)(const T* yt, const Winograd3x3Shape& s, const WinogradTiles& l, T* dm,
+                      int64_t e_stride);
 };
 
 WinogradTransforms<float> WinogradTransforms16(float);
