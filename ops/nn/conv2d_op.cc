@@ -1,11 +1,11 @@
 // conv2d: 2-D convolution (cross-correlation) of NCHW images by im2col + GEMM
 // (3x3 at stride 1: Winograd, winograd3x3.h), and its gradient.
 #include <algorithm>
-#include <vector>
 
 #include "ops/math/blas.h"
 #include "ops/nn/conv_pool_geometry.h"
 #include "ops/nn/im2col.h"
+#include "ops/nn/thread_scratch.h"
 #include "ops/nn/winograd3x3.h"
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
@@ -55,14 +55,9 @@ GroupSizes GroupSizesOf(const ConvGeometry& g) {
           out_channels * g.col_rows()};
 }
 
-// Grow-only column buffer, one per thread: kernels of different ops may run
-// concurrently, and steady-state steps should not allocate.
-template <class T, int kSlot = 0>
-T* ColumnScratch(int64_t elements) {
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < static_cast<size_t>(elements)) buffer.resize(static_cast<size_t>(elements));
-  return buffer.data();
-}
+// Tags of this file's ThreadScratch buffers.
+struct ColumnsTag;
+struct WinogradFiltersTag;
 
 // Images per ParallelFor part: about half a million multiply-adds of GEMM.
 int64_t ImagesPerPart(const ConvGeometry& geo) {
@@ -75,7 +70,7 @@ int64_t ImagesPerPart(const ConvGeometry& geo) {
 // scratch (ParallelFor's other threads read it until the loop returns).
 template <class T>
 const T* WinogradFilters(const T* w, const Winograd3x3Shape& s, bool turned) {
-  T* u = ColumnScratch<T, 1>(16 * s.out_channels * s.channels);
+  T* u = ThreadScratch<T, WinogradFiltersTag>(16 * s.out_channels * s.channels);
   Winograd3x3Filters(w, s, turned, u);
   return u;
 }
@@ -117,7 +112,8 @@ void Conv2dKernel(KernelContext& ctx) {
       return;
     }
     ParallelRanges(geo.batch, ImagesPerPart(geo), 1, [&](int64_t begin, int64_t end) {
-      T* col = geo.direct() ? nullptr : ColumnScratch<T>(geo.col_rows() * geo.col_cols());
+      T* col =
+          geo.direct() ? nullptr : ThreadScratch<T, ColumnsTag>(geo.col_rows() * geo.col_cols());
       for (int64_t n = begin; n < end; ++n) {
         for (int64_t g = 0; g < geo.groups; ++g) {
           const T* xg = x + (n * geo.groups + g) * z.input;
@@ -164,7 +160,7 @@ void Conv2dGradKernel(KernelContext& ctx) {
     const bool winograd = Winograd3x3Applies(geo);
     const auto filter_grad = [&] {
       if (winograd) return Winograd3x3FilterGrad(x, dy, Winograd3x3Forward(geo), geo.batch, dw);
-      T* col = geo.direct() ? nullptr : ColumnScratch<T>(k * cols);
+      T* col = geo.direct() ? nullptr : ThreadScratch<T, ColumnsTag>(k * cols);
       for (int64_t n = 0; n < geo.batch; ++n) {
         for (int64_t g = 0; g < geo.groups; ++g) {
           const int64_t in_offset = (n * geo.groups + g) * z.input;
@@ -179,7 +175,7 @@ void Conv2dGradKernel(KernelContext& ctx) {
       }
     };
     const auto input_grad = [&](int64_t begin, int64_t end) {
-      T* col = geo.direct() ? nullptr : ColumnScratch<T>(k * cols);
+      T* col = geo.direct() ? nullptr : ThreadScratch<T, ColumnsTag>(k * cols);
       for (int64_t n = begin; n < end; ++n) {
         for (int64_t g = 0; g < geo.groups; ++g) {
           const int64_t in_offset = (n * geo.groups + g) * z.input;

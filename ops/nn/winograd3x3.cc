@@ -8,9 +8,9 @@
 #include "ops/nn/winograd3x3.h"
 
 #include <algorithm>
-#include <vector>
 
 #include "ops/math/blas.h"
+#include "ops/nn/thread_scratch.h"
 #include "ops/nn/winograd3x3_lanes.h"
 
 namespace rill {
@@ -28,14 +28,12 @@ constexpr int64_t kValuesPerChunk = int64_t{1} << 19;
 // larger images keep im2col, whose GEMMs are wide enough there.
 constexpr int64_t kMinImagesPerChunk = 4;
 
-// Grow-only scratch, one per thread and slot: kernels of different ops run
-// concurrently, and steady-state steps should not allocate.
-template <class T, int kSlot>
-T* Scratch(int64_t elements) {
-  thread_local std::vector<T> buffer;
-  if (buffer.size() < static_cast<size_t>(elements)) buffer.resize(static_cast<size_t>(elements));
-  return buffer.data();
-}
+// Tags of this file's ThreadScratch buffers.
+struct ImagesTag;    // a chunk's input images, image-minor
+struct TilesTag;     // their transformed tiles
+struct ProductsTag;  // the GEMMs' products (or their gradients)
+struct OutputsTag;   // a chunk's outputs (or their gradients), image-minor
+struct FilterGradTag;
 
 // Copies n images x [channels, height, width] (image after image) into xt
 // [channels, rows, cols, n], image-minor, the image at (top, left) of each
@@ -156,10 +154,10 @@ void Winograd3x3Convolve(const T* x, const T* u, const Winograd3x3Shape& s, int6
   const WinogradTransforms<T>& transforms = Transforms<T>();
   const int64_t chunk = s.images_per_chunk();
   const WinogradTiles full(s, chunk);
-  T* xt = Scratch<T, 0>(s.channels * full.padded_h * full.padded_w * chunk);
-  T* v = Scratch<T, 1>(16 * s.channels * full.columns());
-  T* m = Scratch<T, 2>(16 * s.out_channels * full.columns());
-  T* yt = Scratch<T, 3>(s.out_channels * 4 * full.tiles * chunk);
+  T* xt = ThreadScratch<T, ImagesTag>(s.channels * full.padded_h * full.padded_w * chunk);
+  T* v = ThreadScratch<T, TilesTag>(16 * s.channels * full.columns());
+  T* m = ThreadScratch<T, ProductsTag>(16 * s.out_channels * full.columns());
+  T* yt = ThreadScratch<T, OutputsTag>(s.out_channels * 4 * full.tiles * chunk);
   for (int64_t first = 0; first < images; first += chunk) {
     const WinogradTiles l(s, std::min(chunk, images - first));
     const int64_t cols = l.columns();
@@ -208,11 +206,11 @@ void Winograd3x3FilterGrad(const T* x, const T* dy, const Winograd3x3Shape& s, i
   const int64_t chunk = s.images_per_chunk();
   const WinogradTiles full(s, chunk);
   const int64_t plane = s.out_channels * s.channels;
-  T* xt = Scratch<T, 0>(s.channels * full.padded_h * full.padded_w * chunk);
-  T* v = Scratch<T, 1>(16 * s.channels * full.columns());
-  T* dm = Scratch<T, 2>(16 * s.out_channels * full.columns());
-  T* dyt = Scratch<T, 3>(s.out_channels * 4 * full.tiles * chunk);
-  T* du = Scratch<T, 4>(16 * plane);
+  T* xt = ThreadScratch<T, ImagesTag>(s.channels * full.padded_h * full.padded_w * chunk);
+  T* v = ThreadScratch<T, TilesTag>(16 * s.channels * full.columns());
+  T* dm = ThreadScratch<T, ProductsTag>(16 * s.out_channels * full.columns());
+  T* dyt = ThreadScratch<T, OutputsTag>(s.out_channels * 4 * full.tiles * chunk);
+  T* du = ThreadScratch<T, FilterGradTag>(16 * plane);
   std::fill(du, du + 16 * plane, T(0));
   for (int64_t first = 0; first < images; first += chunk) {
     const WinogradTiles l(s, std::min(chunk, images - first));
