@@ -18,6 +18,7 @@
 
 #include "ops/math/blas.h"
 #include "ops/nn/rnn_util.h"
+#include "ops/nn/thread_scratch.h"
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
@@ -25,6 +26,10 @@
 
 namespace rill {
 namespace {
+
+// Tags of GruGradKernel's ThreadScratch buffers.
+struct InputSideTag;
+struct HiddenSideTag;
 
 constexpr int kGruGates = 3;
 
@@ -128,22 +133,26 @@ void GruGradKernel(KernelContext& ctx) {
     const T* gates = gates_t.data<T>();
     const T* d_out = d_out_t != nullptr ? d_out_t->data<T>() : nullptr;
     std::vector<T> dh = LastStateGradient<T>(ctx, op, "LastH@GRAD", d);
-    const size_t all_size = static_cast<size_t>(n_all * steps * width);
-    std::vector<T> d_input(all_size, T(0)), d_hidden(all_size, T(0));
+    // Every row of both is written below (a padding row with zeros): no
+    // allocation and clearing of two [N*T, 3H] buffers a step.
+    T* d_input = ThreadScratch<T, InputSideTag>(n_all * steps * width);
+    T* d_hidden = ThreadScratch<T, HiddenSideTag>(n_all * steps * width);
     std::vector<T> step(static_cast<size_t>(n_all * width)), back(dh.size());
     for (int64_t t = steps - 1; t >= 0; --t) {
       for (int64_t n = 0; n < n_all; ++n) {
         T* step_n = step.data() + n * width;
+        const int64_t row = n * steps + t;
         if (t >= in.lengths[static_cast<size_t>(n)]) {  // padding: gradients pass unchanged
           std::fill(step_n, step_n + width, T(0));
+          std::fill(d_input + row * width, d_input + (row + 1) * width, T(0));
+          std::fill(d_hidden + row * width, d_hidden + (row + 1) * width, T(0));
           continue;
         }
-        const int64_t row = n * steps + t;
         GruCellBackward<T>(hidden, gates + row * width, product + row * hidden,
                            t > 0 ? out + (row - 1) * hidden : nullptr,
                            d_out != nullptr ? d_out + row * hidden : nullptr,
-                           dh.data() + n * hidden, d_input.data() + row * width, step_n);
-        std::copy(step_n, step_n + width, d_hidden.data() + row * width);
+                           dh.data() + n * hidden, d_input + row * width, step_n);
+        std::copy(step_n, step_n + width, d_hidden + row * width);
       }
       if (t == 0) break;
       // dh_{t-1} += d_hidden_t HiddenWeight^T, for the sequences that ran step t.

@@ -16,6 +16,7 @@
 
 #include "ops/math/blas.h"
 #include "ops/nn/rnn_util.h"
+#include "ops/nn/thread_scratch.h"
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
@@ -23,6 +24,8 @@
 
 namespace rill {
 namespace {
+
+struct PreActivationTag;  // LstmGradKernel's ThreadScratch
 
 constexpr int kLstmGates = 4;
 
@@ -131,24 +134,27 @@ void LstmGradKernel(KernelContext& ctx) {
     const T* d_out = d_out_t != nullptr ? d_out_t->data<T>() : nullptr;
     std::vector<T> dh = LastStateGradient<T>(ctx, op, "LastH@GRAD", d);
     std::vector<T> dc = LastStateGradient<T>(ctx, op, "LastC@GRAD", d);
-    std::vector<T> d_pre(static_cast<size_t>(n_all * steps * width), T(0));
+    // Every row is written below (a padding row with zeros): no allocation and
+    // clearing of an [N*T, 4H] buffer a step.
+    T* d_pre = ThreadScratch<T, PreActivationTag>(n_all * steps * width);
     std::vector<T> step(static_cast<size_t>(n_all * width)), back(dh.size());
     std::vector<T> tanh_cell(static_cast<size_t>(hidden)), scratch(tanh_cell.size());
     for (int64_t t = steps - 1; t >= 0; --t) {
       for (int64_t n = 0; n < n_all; ++n) {
         T* step_n = step.data() + n * width;
+        const int64_t row = n * steps + t;
         if (t >= in.lengths[static_cast<size_t>(n)]) {  // padding: gradients pass unchanged
           std::fill(step_n, step_n + width, T(0));
+          std::fill(d_pre + row * width, d_pre + (row + 1) * width, T(0));
           continue;
         }
-        const int64_t row = n * steps + t;
         std::copy(cells + row * hidden, cells + (row + 1) * hidden, tanh_cell.begin());
         TanhInPlace(tanh_cell.data(), hidden, scratch.data());
         LstmCellBackward<T>(hidden, gates + row * width, tanh_cell.data(),
                             t > 0 ? cells + (row - 1) * hidden : nullptr,
                             d_out != nullptr ? d_out + row * hidden : nullptr,
                             dh.data() + n * hidden, dc.data() + n * hidden, step_n);
-        std::copy(step_n, step_n + width, d_pre.data() + row * width);
+        std::copy(step_n, step_n + width, d_pre + row * width);
       }
       if (t == 0) break;
       // dh_{t-1} = d_pre_t HiddenWeight^T, for the sequences that ran step t.

@@ -3,11 +3,14 @@
 #include <algorithm>
 
 #include "ops/math/blas.h"
+#include "ops/nn/thread_scratch.h"
 #include "rill/error.h"
 #include "rill/op_desc.h"
 
 namespace rill {
 namespace {
+
+struct StatesBeforeTag;  // WriteRnnGradients' ThreadScratch
 
 // Declared `slot` of `op` must be `want` (-1: any) of `dtype`.
 void CheckDeclared(const ShapeContext& ctx, const char* op, const char* slot, const Shape& want,
@@ -140,36 +143,40 @@ void ProjectInputs(const RnnInputs& in, T* projected) {
 }
 
 template <class T>
-void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const std::vector<T>& d_input,
-                       const std::vector<T>& d_hidden, const T* out) {
+void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const T* d_input, const T* d_hidden,
+                       const T* out) {
   const RnnDims& d = in.dims;
   const int64_t rows = d.batch * d.steps, width = d.gate_width();
   // Every input was read: outputs are allocated only now (a gradient output
   // may share its buffer with a gradient input).
   if (ctx.HasOutput("X@GRAD")) {
     T* dx = ctx.Output("X@GRAD")->Allocate<T>({d.batch, d.steps, d.input});
-    Gemm<T>(false, true, rows, d.input, width, T(1), d_input.data(), in.input_weight->data<T>(),
-            T(0), dx);
+    Gemm<T>(false, true, rows, d.input, width, T(1), d_input, in.input_weight->data<T>(), T(0), dx);
   }
   if (ctx.HasOutput("InputWeight@GRAD")) {
     T* dw = ctx.Output("InputWeight@GRAD")->Allocate<T>({d.input, width});
-    Gemm<T>(true, false, d.input, width, rows, T(1), in.x->data<T>(), d_input.data(), T(0), dw);
+    Gemm<T>(true, false, d.input, width, rows, T(1), in.x->data<T>(), d_input, T(0), dw);
   }
   if (ctx.HasOutput("HiddenWeight@GRAD")) {
-    // Step t of sequence n started from Out[n, t-1] (from zero at t = 0, which
-    // adds nothing): per sequence, Out's rows 0..T-2 against dHidden's 1..T-1.
-    T* dw = ctx.Output("HiddenWeight@GRAD")->Allocate<T>({d.hidden, width});
-    std::fill(dw, dw + d.hidden * width, T(0));
-    for (int64_t n = 0; n < d.batch && d.steps > 1; ++n) {
-      Gemm<T>(true, false, d.hidden, width, d.steps - 1, T(1), out + n * d.steps * d.hidden,
-              d_hidden.data() + (n * d.steps + 1) * width, T(1), dw);
+    // Step t of sequence n started from Out[n, t-1] (from zero at t = 0):
+    // one GEMM over every row of dHidden against those states, laid out as
+    // dHidden is. (A GEMM per sequence, of T - 1 rows each, ran at a fraction
+    // of the speed.)
+    T* before = ThreadScratch<T, StatesBeforeTag>(rows * d.hidden);
+    for (int64_t n = 0; n < d.batch; ++n) {
+      T* first = before + n * d.steps * d.hidden;
+      std::fill(first, first + d.hidden, T(0));
+      std::copy(out + n * d.steps * d.hidden, out + ((n + 1) * d.steps - 1) * d.hidden,
+                first + d.hidden);
     }
+    T* dw = ctx.Output("HiddenWeight@GRAD")->Allocate<T>({d.hidden, width});
+    Gemm<T>(true, false, d.hidden, width, rows, T(1), before, d_hidden, T(0), dw);
   }
   if (ctx.HasOutput("Bias@GRAD")) {
     T* db = ctx.Output("Bias@GRAD")->Allocate<T>({width});
     std::fill(db, db + width, T(0));
     for (int64_t r = 0; r < rows; ++r) {
-      const T* row = d_input.data() + r * width;
+      const T* row = d_input + r * width;
       for (int64_t j = 0; j < width; ++j) db[j] += row[j];
     }
   }
@@ -177,10 +184,9 @@ void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const std::vecto
 
 template void ProjectInputs<float>(const RnnInputs&, float*);
 template void ProjectInputs<double>(const RnnInputs&, double*);
-template void WriteRnnGradients<float>(KernelContext&, const RnnInputs&, const std::vector<float>&,
-                                       const std::vector<float>&, const float*);
-template void WriteRnnGradients<double>(KernelContext&, const RnnInputs&,
-                                        const std::vector<double>&, const std::vector<double>&,
-                                        const double*);
+template void WriteRnnGradients<float>(KernelContext&, const RnnInputs&, const float*, const float*,
+                                       const float*);
+template void WriteRnnGradients<double>(KernelContext&, const RnnInputs&, const double*,
+                                        const double*, const double*);
 
 }  // namespace rill

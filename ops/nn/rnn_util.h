@@ -91,8 +91,8 @@ void ProjectInputs(const RnnInputs& in, T* projected);
 // hidden state each step started from). Writes the bound gradient outputs of
 // `ctx`.
 template <class T>
-void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const std::vector<T>& d_input,
-                       const std::vector<T>& d_hidden, const T* out);
+void WriteRnnGradients(KernelContext& ctx, const RnnInputs& in, const T* d_input, const T* d_hidden,
+                       const T* out);
 
 template <class T>
 inline T SigmoidOf(T x) {
