@@ -1,12 +1,12 @@
 // conv2d: 2-D convolution (cross-correlation) of NCHW images by im2col + GEMM
-// (3x3 at stride 1: Winograd, winograd3x3.h), and its gradient.
+// (3x3 and 5x5 at stride 1: Winograd, winograd.h), and its gradient.
 #include <algorithm>
 
 #include "ops/math/blas.h"
 #include "ops/nn/conv_pool_geometry.h"
 #include "ops/nn/im2col.h"
 #include "ops/nn/thread_scratch.h"
-#include "ops/nn/winograd3x3.h"
+#include "ops/nn/winograd.h"
 #include "rill/kernel_context.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
@@ -66,12 +66,12 @@ int64_t ImagesPerPart(const ConvGeometry& geo) {
   return std::max<int64_t>(1, (int64_t{1} << 19) / per_image);
 }
 
-// The filters transformed for Winograd3x3Convolve, in the calling thread's
+// The filters transformed for WinogradConvolve, in the calling thread's
 // scratch (ParallelFor's other threads read it until the loop returns).
 template <class T>
-const T* WinogradFilters(const T* w, const Winograd3x3Shape& s, bool turned) {
-  T* u = ThreadScratch<T, WinogradFiltersTag>(16 * s.out_channels * s.channels);
-  Winograd3x3Filters(w, s, turned, u);
+const T* WinogradFilters(const T* w, const WinogradShape& s, bool turned) {
+  T* u = ThreadScratch<T, WinogradFiltersTag>(s.planes() * s.out_channels * s.channels);
+  WinogradFilters(w, s, turned, u);
   return u;
 }
 
@@ -80,15 +80,15 @@ const T* WinogradFilters(const T* w, const Winograd3x3Shape& s, bool turned) {
 struct ImageChunks {
   int64_t images;
   int64_t chunk;
-  ImageChunks(int64_t n, const Winograd3x3Shape& s) : images(n), chunk(s.images_per_chunk()) {}
+  ImageChunks(int64_t n, const WinogradShape& s) : images(n), chunk(s.images_per_chunk()) {}
   int64_t count() const { return (images + chunk - 1) / chunk; }
   int64_t begin(int64_t part) const { return part * chunk; }
   int64_t end(int64_t part) const { return std::min(images, (part + 1) * chunk); }
 };
 
 // Each image is convolved on its own (its im2col in the thread's scratch, its
-// GEMM into its own output), so parts of images give the same bits. 3x3
-// stride-1 convolutions take Winograd's path instead (winograd3x3.h).
+// GEMM into its own output), so parts of images give the same bits. 3x3 and
+// 5x5 stride-1 convolutions take Winograd's path instead (winograd.h).
 void Conv2dKernel(KernelContext& ctx) {
   const ConvRun run = CheckConvKernel(ctx, false);
   const ConvGeometry& geo = run.geo;
@@ -100,14 +100,13 @@ void Conv2dKernel(KernelContext& ctx) {
     const T* x = input.data<T>();
     const T* w = filter.data<T>();
     T* y = output->Allocate<T>(ConvOutputShape(geo));
-    if (Winograd3x3Applies(geo)) {
-      const Winograd3x3Shape s = Winograd3x3Forward(geo);
+    if (WinogradApplies(geo)) {
+      const WinogradShape s = WinogradForward(geo);
       const T* u = WinogradFilters(w, s, false);
       const ImageChunks chunks(geo.batch, s);
       ParallelFor(chunks.count(), [&](int64_t part) {
         const int64_t begin = chunks.begin(part);
-        Winograd3x3Convolve(x + begin * z.input, u, s, chunks.end(part) - begin,
-                            y + begin * z.output);
+        WinogradConvolve(x + begin * z.input, u, s, chunks.end(part) - begin, y + begin * z.output);
       });
       return;
     }
@@ -150,16 +149,16 @@ void Conv2dGradKernel(KernelContext& ctx) {
     T* dx = dinput ? dinput->Allocate<T>(input.shape()) : nullptr;
     T* dw = dfilter ? dfilter->Allocate<T>(filter.shape()) : nullptr;
     // Winograd's Input@GRAD writes every value; col2im adds into zeros.
-    const bool winograd_dx = dx && dy && Winograd3x3Applies(geo);
+    const bool winograd_dx = dx && dy && WinogradApplies(geo);
     if (dx && !winograd_dx) std::fill(dx, dx + input.numel(), T(0));
     if (dw) std::fill(dw, dw + filter.numel(), T(0));
     if (dy == nullptr || (dx == nullptr && dw == nullptr)) return;
     const int64_t m = z.out_channels;
     const int64_t k = geo.col_rows();
     const int64_t cols = geo.col_cols();
-    const bool winograd = Winograd3x3Applies(geo);
+    const bool winograd = WinogradApplies(geo);
     const auto filter_grad = [&] {
-      if (winograd) return Winograd3x3FilterGrad(x, dy, Winograd3x3Forward(geo), geo.batch, dw);
+      if (winograd) return WinogradFilterGrad(x, dy, WinogradForward(geo), geo.batch, dw);
       T* col = geo.direct() ? nullptr : ThreadScratch<T, ColumnsTag>(k * cols);
       for (int64_t n = 0; n < geo.batch; ++n) {
         for (int64_t g = 0; g < geo.groups; ++g) {
@@ -192,14 +191,14 @@ void Conv2dGradKernel(KernelContext& ctx) {
     };
     const int64_t first = dw ? 1 : 0;
     if (winograd_dx) {
-      const Winograd3x3Shape s = Winograd3x3InputGrad(geo);
+      const WinogradShape s = WinogradInputGrad(geo);
       const T* u = WinogradFilters(w, s, true);
       const ImageChunks chunks(geo.batch, s);
       ParallelFor(first + chunks.count(), [&](int64_t part) {
         if (part < first) return filter_grad();
         const int64_t begin = chunks.begin(part - first);
-        Winograd3x3Convolve(dy + begin * z.output, u, s, chunks.end(part - first) - begin,
-                            dx + begin * z.input);
+        WinogradConvolve(dy + begin * z.output, u, s, chunks.end(part - first) - begin,
+                         dx + begin * z.input);
       });
       return;
     }
@@ -230,8 +229,9 @@ RILL_REGISTER_OP(
     conv2d,
     WithConvAttrs(OpSchema("conv2d")
                       .Doc("2-D convolution (cross-correlation) of NCHW images with strides, zero "
-                           "padding, dilations and channel groups; im2col + GEMM (3x3 at stride 1 "
-                           "with 8 channels or more: Winograd F(2x2, 3x3)).")
+                           "padding, dilations and channel groups; im2col + GEMM (3x3 and 5x5 at "
+                           "stride 1 with 8 channels or more: Winograd F(2x2, 3x3) and F(2x2, "
+                           "5x5)).")
                       .Input("Input", "images [N, C, H, W]")
                       .Input("Filter", "kernels [M, C / groups, kh, kw]")
                       .Output("Output",

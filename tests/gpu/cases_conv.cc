@@ -130,7 +130,7 @@ std::vector<Case> ConvCases() {
   // The filter covers the whole padded input: a 1x1 output.
   specs.push_back({{2, 2, 4, 4}, {3, 2, 6, 6}, {1, 1}, {1, 1}});
   // 3x3 at stride 1 with 16 channels in and out: the CPU takes Winograd's
-  // path (ops/nn/winograd3x3.h), forward and for Input@GRAD. Its rounding
+  // path (ops/nn/winograd.h), forward and for Input@GRAD. Its rounding
   // stays within the bound above: 0.13-0.20 n eps in float32 from 8 to 256
   // channels on 7x7 and 14x14 images, where im2col's was 0.09-0.44 n eps.
   specs.push_back({{9, 16, 7, 6}, {16, 16, 3, 3}, {1, 1}, {1, 1}});

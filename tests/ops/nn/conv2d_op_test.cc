@@ -117,7 +117,7 @@ std::vector<ConvCase> ForwardCases() {
   cases.push_back({"same_width_dilated_rows", {1, 2, 7, 6}, {3, 2, 3, 3}, {1, 1}, {2, 1}, {2, 1}});
   cases.push_back({"same_width_tall_pad", {1, 1, 3, 4}, {2, 1, 5, 3}, {1, 1}, {3, 1}});
   cases.push_back({"same_width_column", {2, 2, 5, 4}, {3, 2, 3, 1}, {1, 1}, {1, 0}});
-  // 3x3 at stride 1 with 8 channels or more: Winograd's path (winograd3x3.h).
+  // 3x3 at stride 1 with 8 channels or more: Winograd's path (winograd.h).
   cases.push_back({"winograd_pad1", {2, 8, 7, 7}, {9, 8, 3, 3}, {1, 1}, {1, 1}});
   cases.push_back({"winograd_pad0_odd", {2, 8, 9, 6}, {8, 8, 3, 3}});
   cases.push_back({"winograd_pad2", {1, 9, 5, 4}, {8, 9, 3, 3}, {1, 1}, {2, 2}});
@@ -125,6 +125,11 @@ std::vector<ConvCase> ForwardCases() {
   cases.push_back({"winograd_one_pixel", {2, 8, 1, 1}, {8, 8, 3, 3}, {1, 1}, {1, 1}});
   cases.push_back({"winograd_chunks", {40, 8, 8, 8}, {8, 8, 3, 3}, {1, 1}, {1, 1}});
   cases.push_back({"winograd_large_image", {3, 8, 40, 37}, {8, 8, 3, 3}, {1, 1}, {1, 1}});
+  // 5x5 at stride 1: F(2x2, 5x5).
+  cases.push_back({"winograd5_pad2", {2, 8, 14, 14}, {9, 8, 5, 5}, {1, 1}, {2, 2}});
+  cases.push_back({"winograd5_pad0_odd", {2, 8, 9, 7}, {8, 8, 5, 5}});
+  cases.push_back({"winograd5_mixed_pads", {1, 9, 3, 4}, {8, 9, 5, 5}, {1, 1}, {4, 1}});
+  cases.push_back({"winograd5_chunks", {20, 8, 6, 6}, {8, 8, 5, 5}, {1, 1}, {2, 2}});
   return cases;
 }
 
@@ -171,6 +176,9 @@ std::vector<ConvCase> GradientCases() {
   cases.push_back({"winograd_pad1", {2, 8, 5, 4}, {8, 8, 3, 3}, {1, 1}, {1, 1}});
   cases.push_back({"winograd_pad0", {1, 8, 5, 5}, {9, 8, 3, 3}});
   cases.push_back({"winograd_pad2", {1, 8, 3, 4}, {9, 8, 3, 3}, {1, 1}, {2, 1}});
+  cases.push_back({"winograd5_pad2", {2, 8, 5, 4}, {8, 8, 5, 5}, {1, 1}, {2, 2}});
+  cases.push_back({"winograd5_pad1", {1, 8, 6, 6}, {9, 8, 5, 5}, {1, 1}, {1, 1}});
+  cases.push_back({"winograd5_pad3", {1, 8, 3, 4}, {8, 8, 5, 5}, {1, 1}, {3, 2}});
   return cases;
 }
 

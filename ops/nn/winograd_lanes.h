@@ -1,14 +1,14 @@
-// The tile transforms of Winograd's convolution (winograd3x3.cc) as loops
-// over a chunk's images, built once per vector width: winograd3x3_lanes.cc
+// The tile transforms of Winograd's convolution (winograd.cc) as loops
+// over a chunk's images, built once per vector width: winograd_lanes.cc
 // for every machine (16-byte vectors) and, on x86-64,
-// winograd3x3_lanes_avx2.cc (32-byte vectors, compiled for AVX2; taken where
+// winograd_lanes_avx2.cc (32-byte vectors, compiled for AVX2; taken where
 // the CPU has it). Both compute the same bits: the transforms only add and
 // subtract, value by value.
 #pragma once
 
 #include <cstdint>
 
-#include "ops/nn/winograd3x3.h"
+#include "ops/nn/winograd.h"
 
 namespace rill {
 
@@ -20,13 +20,13 @@ namespace rill {
 // few tiles of a 7x7 or 14x14 plane were mostly overhead.
 struct WinogradTiles {
   int64_t images;    // n
-  int64_t padded_h;  // 2 * tiles_h + 2: the padded image in whole tiles
+  int64_t padded_h;  // 2 * tiles_h + kernel - 1: the padded image in whole tiles
   int64_t padded_w;
   int64_t tiles;  // per image
-  WinogradTiles(const Winograd3x3Shape& s, int64_t n)
+  WinogradTiles(const WinogradShape& s, int64_t n)
       : images(n),
-        padded_h(2 * s.tiles_h() + 2),
-        padded_w(2 * s.tiles_w() + 2),
+        padded_h(2 * s.tiles_h() + s.kernel - 1),
+        padded_w(2 * s.tiles_w() + s.kernel - 1),
         tiles(s.tiles_h() * s.tiles_w()) {}
   int64_t columns() const { return tiles * images; }
 };
@@ -36,23 +36,24 @@ struct WinogradTransforms {
   // Writes B^T d B of every tile of every channel of xt [channels, padded_h,
   // padded_w, n] into v: element e of channel c's column j at
   // v[e * e_stride + c * columns + j].
-  void (*input)(const T* xt, const Winograd3x3Shape& s, const WinogradTiles& l, T* v,
+  void (*input)(const T* xt, const WinogradShape& s, const WinogradTiles& l, T* v,
                 int64_t e_stride);
   // Writes A^T m A of every tile of every output channel (element e of
   // channel o's column j at m[e * e_stride + o * columns + j]) into yt
   // [out_channels, 2 * tiles_h, 2 * tiles_w, n].
-  void (*output)(const T* m, int64_t e_stride, const Winograd3x3Shape& s, const WinogradTiles& l,
+  void (*output)(const T* m, int64_t e_stride, const WinogradShape& s, const WinogradTiles& l,
                  T* yt);
   // Writes A g A^T of every 2x2 tile g of yt [out_channels, 2 * tiles_h,
   // 2 * tiles_w, n] (the gradient of the output tiles) into dm, laid out as
   // output's m: the gradient of the products, for the filter gradient.
-  void (*output_grad)(const T* yt, const Winograd3x3Shape& s, const WinogradTiles& l, T* dm,
+  void (*output_grad)(const T* yt, const WinogradShape& s, const WinogradTiles& l, T* dm,
                       int64_t e_stride);
 };
 
-WinogradTransforms<float> WinogradTransforms16(float);
-WinogradTransforms<double> WinogradTransforms16(double);
-WinogradTransforms<float> WinogradTransformsAvx2(float);
-WinogradTransforms<double> WinogradTransformsAvx2(double);
+// The transforms for filters of `kernel` x `kernel` (3 or 5).
+WinogradTransforms<float> WinogradTransforms16(float, int kernel);
+WinogradTransforms<double> WinogradTransforms16(double, int kernel);
+WinogradTransforms<float> WinogradTransformsAvx2(float, int kernel);
+WinogradTransforms<double> WinogradTransformsAvx2(double, int kernel);
 
 }  // namespace rill

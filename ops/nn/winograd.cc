@@ -1,0 +1,326 @@
+// Winograd F(2x2, 3x3) and F(2x2, 5x5) convolution (see winograd.h). A
+// tile's outputs are A^T [(G g G^T) .* (B^T d B)] A summed over channels, and
+// the sum over channels of each of the (r+1)^2 elementwise products is one
+// GEMM. For 3x3, Lavin and Gray's matrices
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]   (input tile d, 4x4)
+//   G   = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1] (filter g, 3x3)
+//   A^T = [1 1 1 0; 0 1 -1 -1]                       (output tile, 2x2)
+// For 5x5, the Toom-Cook construction at the points 0, 1, -1, 2, -2 and
+// infinity (A^T's columns are the points' powers, G's rows the Lagrange
+// weights, B^T solves the identity; checked against direct sums in float64
+// to 4e-14): B^T and A^T in winograd_lanes.inc, G below (kG5).
+#include "ops/nn/winograd.h"
+
+#include <algorithm>
+
+#include "ops/math/blas.h"
+#include "ops/nn/thread_scratch.h"
+#include "ops/nn/winograd_lanes.h"
+
+namespace rill {
+namespace {
+
+// Images per chunk: as many as a vector of the transforms holds (8 floats
+// of AVX2), else 4 (a chunk that is not whole vectors leaves images to the
+// scalar tail), while the chunk's transformed tiles and products (planes x
+// (channels + out_channels) x tiles values an image) fit in about 8 MB of
+// floats. Measured at batch 64 on one thread: the ResNet's 3x3 shapes (64
+// channels of 7x7, 32 of 14x14) took 2.5, 2.1, 2.2-2.5, 2.4 and 2.4 ms (7x7)
+// and 2.0, 1.8-1.9, 1.9-2.4, 2.0 and 2.2 ms (14x14) with 4, 8, 12, 16 and 24
+// images a chunk, im2col 3.1 ms for each; the CNN trained at 1200-1220
+// samples/s with its 5x5 convolution (32 to 64 channels, 14x14) in chunks of
+// 4 images and at 1220-1250 in chunks of 8 (im2col: 910-930).
+constexpr int64_t kMaxImagesPerChunk = 8;
+constexpr int64_t kValuesPerChunk = int64_t{1} << 21;
+// Below 4 images a chunk, the transforms' vectors would be mostly empty:
+// larger images keep im2col, whose GEMMs are wide enough there.
+constexpr int64_t kMinImagesPerChunk = 4;
+
+// Tags of this file's ThreadScratch buffers.
+struct ImagesTag;    // a chunk's input images, image-minor
+struct TilesTag;     // their transformed tiles
+struct ProductsTag;  // the GEMMs' products (or their gradients)
+struct OutputsTag;   // a chunk's outputs (or their gradients), image-minor
+struct FilterGradTag;
+
+// Copies n images x [channels, height, width] (image after image) into xt
+// [channels, rows, cols, n], image-minor, the image at (top, left) of each
+// plane and the rest zero.
+template <class T>
+void GatherImageMinor(const T* x, int64_t channels, int64_t height, int64_t width, int64_t rows,
+                      int64_t cols, int64_t top, int64_t left, int64_t n, T* xt) {
+  const int64_t image = channels * height * width;
+  std::fill(xt, xt + channels * rows * cols * n, T(0));
+  for (int64_t c = 0; c < channels; ++c) {
+    for (int64_t y = 0; y < height; ++y) {
+      const T* in = x + (c * height + y) * width;
+      T* out = xt + ((c * rows + y + top) * cols + left) * n;
+      for (int64_t px = 0; px < width; ++px) {
+        for (int64_t i = 0; i < n; ++i) out[px * n + i] = in[i * image + px];
+      }
+    }
+  }
+}
+
+// The input images of a chunk, zero-padded, as the input transform reads them.
+template <class T>
+void GatherImages(const T* x, const WinogradShape& s, const WinogradTiles& l, T* xt) {
+  GatherImageMinor(x, s.channels, s.height, s.width, l.padded_h, l.padded_w, s.pad_h, s.pad_w,
+                   l.images, xt);
+}
+
+// Copies yt back into n images [out_channels, out_h, out_w]; the outputs of
+// tiles past an odd edge are dropped.
+template <class T>
+void ScatterImages(const T* yt, const WinogradShape& s, const WinogradTiles& l, T* y) {
+  const int64_t n = l.images, out_h = s.out_h(), out_w = s.out_w();
+  const int64_t image = s.out_channels * out_h * out_w;
+  const int64_t rows = 2 * s.tiles_h(), cols = 2 * s.tiles_w();
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t o = 0; o < s.out_channels; ++o) {
+      for (int64_t oy = 0; oy < out_h; ++oy) {
+        const T* in = yt + ((o * rows + oy) * cols) * n + i;
+        T* out = y + i * image + (o * out_h + oy) * out_w;
+        for (int64_t ox = 0; ox < out_w; ++ox) out[ox] = in[ox * n];
+      }
+    }
+  }
+}
+
+// The widest build of the tile transforms this CPU runs, for the kernel size.
+template <class T>
+WinogradTransforms<T> Transforms(int64_t kernel) {
+  const int k = static_cast<int>(kernel);
+#ifdef RILL_WINOGRAD_AVX2
+  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
+  if (avx2) return WinogradTransformsAvx2(T{}, k);
+#endif
+  return WinogradTransforms16(T{}, k);
+}
+
+// G of F(2x2, 5x5) as integer rows over a denominator each: G[j][k] =
+// kG5[j][k] / kG5Over[j]. Its transpose, for Filter@GRAD, over 24.
+constexpr int kG5[6][5] = {{1, 0, 0, 0, 0},  {-1, -1, -1, -1, -1}, {-1, 1, -1, 1, -1},
+                           {1, 2, 4, 8, 16}, {1, -2, 4, -8, 16},   {0, 0, 0, 0, 1}};
+constexpr int kG5Over[6] = {4, 6, 6, 24, 24, 1};
+constexpr int kG5T24[5][6] = {{6, -4, -4, 1, 1, 0},
+                              {0, -4, 4, 2, -2, 0},
+                              {0, -4, -4, 4, 4, 0},
+                              {0, -4, 4, 8, -8, 0},
+                              {0, -4, -4, 16, 16, 24}};
+
+// G k G^T of one 5x5 filter k into the 36 planes of u (stride `plane`).
+template <class T>
+void Filter5(const T k[5][5], T* u, int64_t plane) {
+  T gk[6][5];  // G k
+  for (int j = 0; j < 6; ++j) {
+    for (int q = 0; q < 5; ++q) {
+      T sum = T(0);
+      for (int i = 0; i < 5; ++i) sum += T(kG5[j][i]) * k[i][q];
+      gk[j][q] = sum / T(kG5Over[j]);
+    }
+  }
+  for (int j = 0; j < 6; ++j) {  // (G k) G^T
+    for (int q = 0; q < 6; ++q) {
+      T sum = T(0);
+      for (int i = 0; i < 5; ++i) sum += gk[j][i] * T(kG5[q][i]);
+      u[(6 * j + q) * plane] = sum / T(kG5Over[q]);
+    }
+  }
+}
+
+// G^T x G of one 6x6 tile gradient x into a 5x5 filter gradient.
+template <class T>
+void FilterGrad5(const T x[6][6], T* out) {
+  T r[5][6];  // G^T x
+  for (int k = 0; k < 5; ++k) {
+    for (int q = 0; q < 6; ++q) {
+      T sum = T(0);
+      for (int j = 0; j < 6; ++j) sum += T(kG5T24[k][j]) * x[j][q];
+      r[k][q] = sum / T(24);
+    }
+  }
+  for (int k = 0; k < 5; ++k) {  // (G^T x) G
+    for (int q = 0; q < 5; ++q) {
+      T sum = T(0);
+      for (int j = 0; j < 6; ++j) sum += r[k][j] * T(kG5T24[q][j]);
+      out[k * 5 + q] = sum / T(24);
+    }
+  }
+}
+
+}  // namespace
+
+int64_t WinogradShape::values_per_image() const {
+  return planes() * (channels + out_channels) * tiles_h() * tiles_w();
+}
+
+int64_t WinogradShape::images_per_chunk() const {
+  // Whole vectors of images: 8, else 4 (a 16-byte vector), else what fits.
+  const int64_t fit = kValuesPerChunk / values_per_image();
+  return fit >= kMaxImagesPerChunk ? kMaxImagesPerChunk : fit >= 4 ? 4 : std::max<int64_t>(1, fit);
+}
+
+bool WinogradApplies(const ConvGeometry& g) {
+  if ((g.kernel_h != 3 && g.kernel_h != 5) || g.kernel_w != g.kernel_h || g.stride_h != 1 ||
+      g.stride_w != 1 || g.dilation_h != 1 || g.dilation_w != 1 || g.groups != 1 ||
+      g.pad_h >= g.kernel_h || g.pad_w >= g.kernel_w || g.channels < 8 || g.out_channels < 8 ||
+      g.out_h < 1 || g.out_w < 1) {
+    return false;
+  }
+  const int64_t values =
+      std::max(WinogradForward(g).values_per_image(), WinogradInputGrad(g).values_per_image());
+  return values * kMinImagesPerChunk <= kValuesPerChunk;
+}
+
+WinogradShape WinogradForward(const ConvGeometry& g) {
+  return {g.channels, g.out_channels, g.height, g.width, g.pad_h, g.pad_w, g.kernel_h};
+}
+
+WinogradShape WinogradInputGrad(const ConvGeometry& g) {
+  const int64_t k = g.kernel_h;
+  return {g.out_channels, g.channels, g.out_h, g.out_w, k - 1 - g.pad_h, k - 1 - g.pad_w, k};
+}
+
+template <class T>
+void WinogradFilters(const T* w, const WinogradShape& s, bool turned, T* u) {
+  const int64_t plane = s.out_channels * s.channels;
+  if (s.kernel == 5) {
+    for (int64_t o = 0; o < s.out_channels; ++o) {
+      for (int64_t c = 0; c < s.channels; ++c) {
+        const T* f = turned ? w + (c * s.out_channels + o) * 25 : w + (o * s.channels + c) * 25;
+        T k[5][5];
+        for (int i = 0; i < 5; ++i) {
+          for (int j = 0; j < 5; ++j) k[i][j] = turned ? f[(4 - i) * 5 + (4 - j)] : f[i * 5 + j];
+        }
+        Filter5(k, u + o * s.channels + c, plane);
+      }
+    }
+    return;
+  }
+  const T half = T(0.5);
+  for (int64_t o = 0; o < s.out_channels; ++o) {
+    for (int64_t c = 0; c < s.channels; ++c) {
+      const T* f = turned ? w + (c * s.out_channels + o) * 9 : w + (o * s.channels + c) * 9;
+      T k[3][3];
+      for (int i = 0; i < 3; ++i) {
+        for (int j = 0; j < 3; ++j) k[i][j] = turned ? f[(2 - i) * 3 + (2 - j)] : f[i * 3 + j];
+      }
+      T gk[4][3];  // G k
+      for (int j = 0; j < 3; ++j) {
+        gk[0][j] = k[0][j];
+        gk[1][j] = (k[0][j] + k[1][j] + k[2][j]) * half;
+        gk[2][j] = (k[0][j] - k[1][j] + k[2][j]) * half;
+        gk[3][j] = k[2][j];
+      }
+      T* out = u + o * s.channels + c;
+      for (int r = 0; r < 4; ++r) {  // (G k) G^T
+        out[(4 * r) * plane] = gk[r][0];
+        out[(4 * r + 1) * plane] = (gk[r][0] + gk[r][1] + gk[r][2]) * half;
+        out[(4 * r + 2) * plane] = (gk[r][0] - gk[r][1] + gk[r][2]) * half;
+        out[(4 * r + 3) * plane] = gk[r][2];
+      }
+    }
+  }
+}
+
+template <class T>
+void WinogradConvolve(const T* x, const T* u, const WinogradShape& s, int64_t images, T* y) {
+  const WinogradTransforms<T> transforms = Transforms<T>(s.kernel);
+  const int64_t planes = s.planes();
+  const int64_t chunk = s.images_per_chunk();
+  const WinogradTiles full(s, chunk);
+  T* xt = ThreadScratch<T, ImagesTag>(s.channels * full.padded_h * full.padded_w * chunk);
+  T* v = ThreadScratch<T, TilesTag>(planes * s.channels * full.columns());
+  T* m = ThreadScratch<T, ProductsTag>(planes * s.out_channels * full.columns());
+  T* yt = ThreadScratch<T, OutputsTag>(s.out_channels * 4 * full.tiles * chunk);
+  for (int64_t first = 0; first < images; first += chunk) {
+    const WinogradTiles l(s, std::min(chunk, images - first));
+    const int64_t cols = l.columns();
+    GatherImages(x + first * s.channels * s.height * s.width, s, l, xt);
+    transforms.input(xt, s, l, v, s.channels * cols);
+    for (int64_t e = 0; e < planes; ++e) {
+      Gemm(false, false, s.out_channels, cols, s.channels, T(1),
+           u + e * s.out_channels * s.channels, v + e * s.channels * cols, T(0),
+           m + e * s.out_channels * cols);
+    }
+    transforms.output(m, s.out_channels * cols, s, l, yt);
+    ScatterImages(yt, s, l, y + first * s.out_channels * s.out_h() * s.out_w());
+  }
+}
+
+// dW = G^T dU G for each (o, c): dU holds s.planes() planes of
+// [out_channels x channels], dw is [out_channels, channels, k, k].
+template <class T>
+void FilterGradsFromTiles(const T* du, const WinogradShape& s, T* dw) {
+  const int64_t plane = s.out_channels * s.channels;
+  if (s.kernel == 5) {
+    for (int64_t oc = 0; oc < plane; ++oc) {
+      T x[6][6];
+      for (int e = 0; e < 36; ++e) x[e / 6][e % 6] = du[e * plane + oc];
+      FilterGrad5(x, dw + oc * 25);
+    }
+    return;
+  }
+  const T half = T(0.5);
+  for (int64_t oc = 0; oc < plane; ++oc) {
+    T x[4][4];
+    for (int e = 0; e < 16; ++e) x[e / 4][e % 4] = du[e * plane + oc];
+    T r[3][4];  // G^T x
+    for (int q = 0; q < 4; ++q) {
+      const T mid = (x[1][q] + x[2][q]) * half;
+      r[0][q] = x[0][q] + mid;
+      r[1][q] = (x[1][q] - x[2][q]) * half;
+      r[2][q] = mid + x[3][q];
+    }
+    T* out = dw + oc * 9;
+    for (int i = 0; i < 3; ++i) {  // (G^T x) G
+      const T mid = (r[i][1] + r[i][2]) * half;
+      out[i * 3] = r[i][0] + mid;
+      out[i * 3 + 1] = (r[i][1] - r[i][2]) * half;
+      out[i * 3 + 2] = mid + r[i][3];
+    }
+  }
+}
+
+template <class T>
+void WinogradFilterGrad(const T* x, const T* dy, const WinogradShape& s, int64_t images, T* dw) {
+  const WinogradTransforms<T> transforms = Transforms<T>(s.kernel);
+  const int64_t planes = s.planes();
+  const int64_t chunk = s.images_per_chunk();
+  const WinogradTiles full(s, chunk);
+  const int64_t plane = s.out_channels * s.channels;
+  T* xt = ThreadScratch<T, ImagesTag>(s.channels * full.padded_h * full.padded_w * chunk);
+  T* v = ThreadScratch<T, TilesTag>(planes * s.channels * full.columns());
+  T* dm = ThreadScratch<T, ProductsTag>(planes * s.out_channels * full.columns());
+  T* dyt = ThreadScratch<T, OutputsTag>(s.out_channels * 4 * full.tiles * chunk);
+  T* du = ThreadScratch<T, FilterGradTag>(planes * plane);
+  std::fill(du, du + planes * plane, T(0));
+  for (int64_t first = 0; first < images; first += chunk) {
+    const WinogradTiles l(s, std::min(chunk, images - first));
+    const int64_t cols = l.columns();
+    GatherImages(x + first * s.channels * s.height * s.width, s, l, xt);
+    transforms.input(xt, s, l, v, s.channels * cols);
+    GatherImageMinor(dy + first * s.out_channels * s.out_h() * s.out_w(), s.out_channels, s.out_h(),
+                     s.out_w(), 2 * s.tiles_h(), 2 * s.tiles_w(), 0, 0, l.images, dyt);
+    transforms.output_grad(dyt, s, l, dm, s.out_channels * cols);
+    for (int64_t e = 0; e < planes; ++e) {
+      Gemm(false, true, s.out_channels, s.channels, cols, T(1), dm + e * s.out_channels * cols,
+           v + e * s.channels * cols, T(1), du + e * plane);
+    }
+  }
+  FilterGradsFromTiles(du, s, dw);
+}
+
+template void WinogradFilters<float>(const float*, const WinogradShape&, bool, float*);
+template void WinogradFilters<double>(const double*, const WinogradShape&, bool, double*);
+template void WinogradConvolve<float>(const float*, const float*, const WinogradShape&, int64_t,
+                                      float*);
+template void WinogradConvolve<double>(const double*, const double*, const WinogradShape&, int64_t,
+                                       double*);
+template void WinogradFilterGrad<float>(const float*, const float*, const WinogradShape&, int64_t,
+                                        float*);
+template void WinogradFilterGrad<double>(const double*, const double*, const WinogradShape&,
+                                         int64_t, double*);
+
+}  // namespace rill
