@@ -182,70 +182,94 @@ WinogradShape WinogradInputGrad(const ConvGeometry& g) {
   return {g.out_channels, g.channels, g.out_h, g.out_w, k - 1 - g.pad_h, k - 1 - g.pad_w, k};
 }
 
+// Filter (o, c) of the forward filters w as the convolution s reads it, or,
+// `turned`, w[c][o] turned 180 degrees (Input@GRAD's; see WinogradFilters).
+template <int K, class T>
+void ReadFilter(const T* w, const WinogradShape& s, int64_t o, int64_t c, bool turned, T k[K][K]) {
+  const T* f = turned ? w + (c * s.out_channels + o) * K * K : w + (o * s.channels + c) * K * K;
+  for (int i = 0; i < K; ++i) {
+    for (int j = 0; j < K; ++j) k[i][j] = turned ? f[(K - 1 - i) * K + (K - 1 - j)] : f[i * K + j];
+  }
+}
+
+// G k G^T of one 3x3 filter k into the 16 planes of u (stride `plane`).
+template <class T>
+void Filter3(const T k[3][3], T* u, int64_t plane) {
+  const T half = T(0.5);
+  T gk[4][3];  // G k
+  for (int j = 0; j < 3; ++j) {
+    gk[0][j] = k[0][j];
+    gk[1][j] = (k[0][j] + k[1][j] + k[2][j]) * half;
+    gk[2][j] = (k[0][j] - k[1][j] + k[2][j]) * half;
+    gk[3][j] = k[2][j];
+  }
+  for (int r = 0; r < 4; ++r) {  // (G k) G^T
+    u[(4 * r) * plane] = gk[r][0];
+    u[(4 * r + 1) * plane] = (gk[r][0] + gk[r][1] + gk[r][2]) * half;
+    u[(4 * r + 2) * plane] = (gk[r][0] - gk[r][1] + gk[r][2]) * half;
+    u[(4 * r + 3) * plane] = gk[r][2];
+  }
+}
+
 template <class T>
 void WinogradFilters(const T* w, const WinogradShape& s, bool turned, T* u) {
   const int64_t plane = s.out_channels * s.channels;
-  if (s.kernel == 5) {
-    for (int64_t o = 0; o < s.out_channels; ++o) {
-      for (int64_t c = 0; c < s.channels; ++c) {
-        const T* f = turned ? w + (c * s.out_channels + o) * 25 : w + (o * s.channels + c) * 25;
-        T k[5][5];
-        for (int i = 0; i < 5; ++i) {
-          for (int j = 0; j < 5; ++j) k[i][j] = turned ? f[(4 - i) * 5 + (4 - j)] : f[i * 5 + j];
-        }
-        Filter5(k, u + o * s.channels + c, plane);
-      }
-    }
-    return;
-  }
-  const T half = T(0.5);
   for (int64_t o = 0; o < s.out_channels; ++o) {
     for (int64_t c = 0; c < s.channels; ++c) {
-      const T* f = turned ? w + (c * s.out_channels + o) * 9 : w + (o * s.channels + c) * 9;
-      T k[3][3];
-      for (int i = 0; i < 3; ++i) {
-        for (int j = 0; j < 3; ++j) k[i][j] = turned ? f[(2 - i) * 3 + (2 - j)] : f[i * 3 + j];
-      }
-      T gk[4][3];  // G k
-      for (int j = 0; j < 3; ++j) {
-        gk[0][j] = k[0][j];
-        gk[1][j] = (k[0][j] + k[1][j] + k[2][j]) * half;
-        gk[2][j] = (k[0][j] - k[1][j] + k[2][j]) * half;
-        gk[3][j] = k[2][j];
-      }
       T* out = u + o * s.channels + c;
-      for (int r = 0; r < 4; ++r) {  // (G k) G^T
-        out[(4 * r) * plane] = gk[r][0];
-        out[(4 * r + 1) * plane] = (gk[r][0] + gk[r][1] + gk[r][2]) * half;
-        out[(4 * r + 2) * plane] = (gk[r][0] - gk[r][1] + gk[r][2]) * half;
-        out[(4 * r + 3) * plane] = gk[r][2];
+      if (s.kernel == 5) {
+        T k[5][5];
+        ReadFilter<5>(w, s, o, c, turned, k);
+        Filter5(k, out, plane);
+      } else {
+        T k[3][3];
+        ReadFilter<3>(w, s, o, c, turned, k);
+        Filter3(k, out, plane);
       }
     }
   }
 }
 
+// What the convolution and its filter gradient share: a thread's scratch for
+// a chunk of images, the products' and outputs' too, and the step that
+// gathers a chunk's images and transforms them into tiles.
+template <class T>
+struct ChunkScratch {
+  WinogradTransforms<T> transforms;
+  int64_t chunk;
+  T* xt;  // the chunk's images, image-minor
+  T* v;   // their tiles, transformed
+  T* m;   // the GEMMs' products, or their gradients
+  T* yt;  // the chunk's outputs, or their gradients, image-minor
+  explicit ChunkScratch(const WinogradShape& s)
+      : transforms(Transforms<T>(s.kernel)), chunk(s.images_per_chunk()) {
+    const WinogradTiles full(s, chunk);
+    xt = ThreadScratch<T, ImagesTag>(s.channels * full.padded_h * full.padded_w * chunk);
+    v = ThreadScratch<T, TilesTag>(s.planes() * s.channels * full.columns());
+    m = ThreadScratch<T, ProductsTag>(s.planes() * s.out_channels * full.columns());
+    yt = ThreadScratch<T, OutputsTag>(s.out_channels * 4 * full.tiles * chunk);
+  }
+  // Transforms images [first, first + l.images) of x into v.
+  void TileImages(const T* x, const WinogradShape& s, int64_t first, const WinogradTiles& l) {
+    GatherImages(x + first * s.channels * s.height * s.width, s, l, xt);
+    transforms.input(xt, s, l, v, s.channels * l.columns());
+  }
+};
+
 template <class T>
 void WinogradConvolve(const T* x, const T* u, const WinogradShape& s, int64_t images, T* y) {
-  const WinogradTransforms<T> transforms = Transforms<T>(s.kernel);
-  const int64_t planes = s.planes();
-  const int64_t chunk = s.images_per_chunk();
-  const WinogradTiles full(s, chunk);
-  T* xt = ThreadScratch<T, ImagesTag>(s.channels * full.padded_h * full.padded_w * chunk);
-  T* v = ThreadScratch<T, TilesTag>(planes * s.channels * full.columns());
-  T* m = ThreadScratch<T, ProductsTag>(planes * s.out_channels * full.columns());
-  T* yt = ThreadScratch<T, OutputsTag>(s.out_channels * 4 * full.tiles * chunk);
-  for (int64_t first = 0; first < images; first += chunk) {
-    const WinogradTiles l(s, std::min(chunk, images - first));
+  ChunkScratch<T> c(s);
+  for (int64_t first = 0; first < images; first += c.chunk) {
+    const WinogradTiles l(s, std::min(c.chunk, images - first));
     const int64_t cols = l.columns();
-    GatherImages(x + first * s.channels * s.height * s.width, s, l, xt);
-    transforms.input(xt, s, l, v, s.channels * cols);
-    for (int64_t e = 0; e < planes; ++e) {
+    c.TileImages(x, s, first, l);
+    for (int64_t e = 0; e < s.planes(); ++e) {
       Gemm(false, false, s.out_channels, cols, s.channels, T(1),
-           u + e * s.out_channels * s.channels, v + e * s.channels * cols, T(0),
-           m + e * s.out_channels * cols);
+           u + e * s.out_channels * s.channels, c.v + e * s.channels * cols, T(0),
+           c.m + e * s.out_channels * cols);
     }
-    transforms.output(m, s.out_channels * cols, s, l, yt);
-    ScatterImages(yt, s, l, y + first * s.out_channels * s.out_h() * s.out_w());
+    c.transforms.output(c.m, s.out_channels * cols, s, l, c.yt);
+    ScatterImages(c.yt, s, l, y + first * s.out_channels * s.out_h() * s.out_w());
   }
 }
 
@@ -285,28 +309,20 @@ void FilterGradsFromTiles(const T* du, const WinogradShape& s, T* dw) {
 
 template <class T>
 void WinogradFilterGrad(const T* x, const T* dy, const WinogradShape& s, int64_t images, T* dw) {
-  const WinogradTransforms<T> transforms = Transforms<T>(s.kernel);
-  const int64_t planes = s.planes();
-  const int64_t chunk = s.images_per_chunk();
-  const WinogradTiles full(s, chunk);
+  ChunkScratch<T> c(s);
   const int64_t plane = s.out_channels * s.channels;
-  T* xt = ThreadScratch<T, ImagesTag>(s.channels * full.padded_h * full.padded_w * chunk);
-  T* v = ThreadScratch<T, TilesTag>(planes * s.channels * full.columns());
-  T* dm = ThreadScratch<T, ProductsTag>(planes * s.out_channels * full.columns());
-  T* dyt = ThreadScratch<T, OutputsTag>(s.out_channels * 4 * full.tiles * chunk);
-  T* du = ThreadScratch<T, FilterGradTag>(planes * plane);
-  std::fill(du, du + planes * plane, T(0));
-  for (int64_t first = 0; first < images; first += chunk) {
-    const WinogradTiles l(s, std::min(chunk, images - first));
+  T* du = ThreadScratch<T, FilterGradTag>(s.planes() * plane);
+  std::fill(du, du + s.planes() * plane, T(0));
+  for (int64_t first = 0; first < images; first += c.chunk) {
+    const WinogradTiles l(s, std::min(c.chunk, images - first));
     const int64_t cols = l.columns();
-    GatherImages(x + first * s.channels * s.height * s.width, s, l, xt);
-    transforms.input(xt, s, l, v, s.channels * cols);
+    c.TileImages(x, s, first, l);
     GatherImageMinor(dy + first * s.out_channels * s.out_h() * s.out_w(), s.out_channels, s.out_h(),
-                     s.out_w(), 2 * s.tiles_h(), 2 * s.tiles_w(), 0, 0, l.images, dyt);
-    transforms.output_grad(dyt, s, l, dm, s.out_channels * cols);
-    for (int64_t e = 0; e < planes; ++e) {
-      Gemm(false, true, s.out_channels, s.channels, cols, T(1), dm + e * s.out_channels * cols,
-           v + e * s.channels * cols, T(1), du + e * plane);
+                     s.out_w(), 2 * s.tiles_h(), 2 * s.tiles_w(), 0, 0, l.images, c.yt);
+    c.transforms.output_grad(c.yt, s, l, c.m, s.out_channels * cols);
+    for (int64_t e = 0; e < s.planes(); ++e) {
+      Gemm(false, true, s.out_channels, s.channels, cols, T(1), c.m + e * s.out_channels * cols,
+           c.v + e * s.channels * cols, T(1), du + e * plane);
     }
   }
   FilterGradsFromTiles(du, s, dw);
