@@ -69,7 +69,7 @@ int64_t ImagesPerPart(const ConvGeometry& geo) {
 // The filters transformed for WinogradConvolve, in the calling thread's
 // scratch (ParallelFor's other threads read it until the loop returns).
 template <class T>
-const T* WinogradFilters(const T* w, const WinogradShape& s, bool turned) {
+const T* TransformedFilters(const T* w, const WinogradShape& s, bool turned) {
   T* u = ThreadScratch<T, WinogradFiltersTag>(s.planes() * s.out_channels * s.channels);
   WinogradFilters(w, s, turned, u);
   return u;
@@ -102,7 +102,7 @@ void Conv2dKernel(KernelContext& ctx) {
     T* y = output->Allocate<T>(ConvOutputShape(geo));
     if (WinogradApplies(geo)) {
       const WinogradShape s = WinogradForward(geo);
-      const T* u = WinogradFilters(w, s, false);
+      const T* u = TransformedFilters(w, s, false);
       const ImageChunks chunks(geo.batch, s);
       ParallelFor(chunks.count(), [&](int64_t part) {
         const int64_t begin = chunks.begin(part);
@@ -148,15 +148,15 @@ void Conv2dGradKernel(KernelContext& ctx) {
     const T* dy = run.dout ? run.dout->data<T>() : nullptr;
     T* dx = dinput ? dinput->Allocate<T>(input.shape()) : nullptr;
     T* dw = dfilter ? dfilter->Allocate<T>(filter.shape()) : nullptr;
+    const bool winograd = WinogradApplies(geo);
     // Winograd's Input@GRAD writes every value; col2im adds into zeros.
-    const bool winograd_dx = dx && dy && WinogradApplies(geo);
+    const bool winograd_dx = dx && dy && winograd;
     if (dx && !winograd_dx) std::fill(dx, dx + input.numel(), T(0));
     if (dw) std::fill(dw, dw + filter.numel(), T(0));
     if (dy == nullptr || (dx == nullptr && dw == nullptr)) return;
     const int64_t m = z.out_channels;
     const int64_t k = geo.col_rows();
     const int64_t cols = geo.col_cols();
-    const bool winograd = WinogradApplies(geo);
     const auto filter_grad = [&] {
       if (winograd) return WinogradFilterGrad(x, dy, WinogradForward(geo), geo.batch, dw);
       T* col = geo.direct() ? nullptr : ThreadScratch<T, ColumnsTag>(k * cols);
@@ -192,7 +192,7 @@ void Conv2dGradKernel(KernelContext& ctx) {
     const int64_t first = dw ? 1 : 0;
     if (winograd_dx) {
       const WinogradShape s = WinogradInputGrad(geo);
-      const T* u = WinogradFilters(w, s, true);
+      const T* u = TransformedFilters(w, s, true);
       const ImageChunks chunks(geo.batch, s);
       ParallelFor(first + chunks.count(), [&](int64_t part) {
         if (part < first) return filter_grad();

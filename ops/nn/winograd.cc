@@ -273,36 +273,36 @@ void WinogradConvolve(const T* x, const T* u, const WinogradShape& s, int64_t im
   }
 }
 
+// G^T x G of one 4x4 tile gradient x into a 3x3 filter gradient.
+template <class T>
+void FilterGrad3(const T x[4][4], T* out) {
+  const T half = T(0.5);
+  T r[3][4];  // G^T x
+  for (int q = 0; q < 4; ++q) {
+    const T mid = (x[1][q] + x[2][q]) * half;
+    r[0][q] = x[0][q] + mid;
+    r[1][q] = (x[1][q] - x[2][q]) * half;
+    r[2][q] = mid + x[3][q];
+  }
+  for (int i = 0; i < 3; ++i) {  // (G^T x) G
+    const T mid = (r[i][1] + r[i][2]) * half;
+    out[i * 3] = r[i][0] + mid;
+    out[i * 3 + 1] = (r[i][1] - r[i][2]) * half;
+    out[i * 3 + 2] = mid + r[i][3];
+  }
+}
+
 // dW = G^T dU G for each (o, c): dU holds s.planes() planes of
 // [out_channels x channels], dw is [out_channels, channels, k, k].
-template <class T>
-void FilterGradsFromTiles(const T* du, const WinogradShape& s, T* dw) {
-  const int64_t plane = s.out_channels * s.channels;
-  if (s.kernel == 5) {
-    for (int64_t oc = 0; oc < plane; ++oc) {
-      T x[6][6];
-      for (int e = 0; e < 36; ++e) x[e / 6][e % 6] = du[e * plane + oc];
-      FilterGrad5(x, dw + oc * 25);
-    }
-    return;
-  }
-  const T half = T(0.5);
+template <int N, class T>
+void FilterGradsFromTiles(const T* du, int64_t plane, T* dw) {
   for (int64_t oc = 0; oc < plane; ++oc) {
-    T x[4][4];
-    for (int e = 0; e < 16; ++e) x[e / 4][e % 4] = du[e * plane + oc];
-    T r[3][4];  // G^T x
-    for (int q = 0; q < 4; ++q) {
-      const T mid = (x[1][q] + x[2][q]) * half;
-      r[0][q] = x[0][q] + mid;
-      r[1][q] = (x[1][q] - x[2][q]) * half;
-      r[2][q] = mid + x[3][q];
-    }
-    T* out = dw + oc * 9;
-    for (int i = 0; i < 3; ++i) {  // (G^T x) G
-      const T mid = (r[i][1] + r[i][2]) * half;
-      out[i * 3] = r[i][0] + mid;
-      out[i * 3 + 1] = (r[i][1] - r[i][2]) * half;
-      out[i * 3 + 2] = mid + r[i][3];
+    T x[N][N];
+    for (int e = 0; e < N * N; ++e) x[e / N][e % N] = du[e * plane + oc];
+    if constexpr (N == 6) {
+      FilterGrad5(x, dw + oc * 25);
+    } else {
+      FilterGrad3(x, dw + oc * 9);
     }
   }
 }
@@ -325,7 +325,11 @@ void WinogradFilterGrad(const T* x, const T* dy, const WinogradShape& s, int64_t
            c.v + e * s.channels * cols, T(1), du + e * plane);
     }
   }
-  FilterGradsFromTiles(du, s, dw);
+  if (s.kernel == 5) {
+    FilterGradsFromTiles<6>(du, plane, dw);
+  } else {
+    FilterGradsFromTiles<4>(du, plane, dw);
+  }
 }
 
 template void WinogradFilters<float>(const float*, const WinogradShape&, bool, float*);

@@ -15,10 +15,12 @@
 // 1/24), and its rounding is larger: outputs with 8 to 64 channels within
 // 1.7-2.2 n eps, filter gradients within 1.0-5.0 n eps (relative to the
 // values, 2e-5 and 7e-5 on 32 channels of 14x14: far below what training
-// notices; the CNN reached 0.9051 test accuracy in 2 epochs). conv2d's CPU kernels take this path
-// where WinogradApplies: forward, Input@GRAD (the gradient of a stride-1 convolution with respect
-// to its input is one as well, over Output@GRAD with the filters turned 180 degrees and transposed)
-// and Filter@GRAD.
+// notices; the CNN reached 0.9051 test accuracy in 2 epochs).
+//
+// conv2d's CPU kernels take this path where WinogradApplies: forward,
+// Input@GRAD (the gradient of a stride-1 convolution with respect to its
+// input is one as well, over Output@GRAD with the filters turned 180 degrees
+// and transposed) and Filter@GRAD.
 #pragma once
 
 #include <cstdint>

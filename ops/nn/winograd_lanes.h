@@ -2,8 +2,9 @@
 // over a chunk's images, built once per vector width: winograd_lanes.cc
 // for every machine (16-byte vectors) and, on x86-64,
 // winograd_lanes_avx2.cc (32-byte vectors, compiled for AVX2; taken where
-// the CPU has it). Both compute the same bits: the transforms only add and
-// subtract, value by value.
+// the CPU has it). Both compute the same bits: the transforms add,
+// subtract and multiply by small integers value by value, and neither build
+// enables FMA, so nothing is contracted differently.
 #pragma once
 
 #include <cstdint>
