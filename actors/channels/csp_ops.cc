@@ -1,5 +1,5 @@
-// The CSP ops of a program: channels (create, send, recv, close), go blocks,
-// while loops and select. Their kernels block the way the channel primitives
+// The CSP ops of a program: channels (create, send, recv, close), go blocks
+// and select (while loops: while_op.cc). Their kernels block the way the channel primitives
 // do — on a fiber or a plain thread — so the reference executor runs them as
 // they are; the actor executor runs the Blocking() ones on its fiber pool and
 // go blocks as fibers of the iteration (actors/executor/async_ops.cc).
@@ -101,7 +101,7 @@ void KeepChannel(ShapeContext& ctx) {
   }
 }
 
-// ---------------------------------------------------------------- go, while
+// ---------------------------------------------------------------- go
 
 void GoKernel(KernelContext& ctx) {
   const int block = BlockAttr(ctx.op(), "sub_block");
@@ -117,23 +117,6 @@ void GoKernel(KernelContext& ctx) {
     auto prepared = executor.PrepareSubBlock(run, local.get(), block);
     executor.Run(*prepared);
   });
-}
-
-bool ConditionHolds(const Tensor& cond, const std::string& name) {
-  RILL_CHECK(cond.initialized() && cond.numel() == 1, kInvalidArgument, "while condition \"", name,
-             "\" must hold one element, holds ", cond.initialized() ? cond.Describe() : "nothing");
-  return cond.GetAsDouble(0) != 0;
-}
-
-void WhileKernel(KernelContext& ctx) {
-  const int block = BlockAttr(ctx.op(), "sub_block");
-  const std::string& cond_name = ctx.InputName("Condition");
-  Variable* cond = ctx.InputVar("Condition");
-  // Shared: a go block started in the body may outlive the loop.
-  std::shared_ptr<Scope> local = Scope::MakeLocal(ctx.scope());
-  Executor executor(ctx.place());
-  auto body = executor.PrepareSubBlock(ctx.run(), local.get(), block);
-  while (ConditionHolds(cond->tensor(), cond_name)) executor.Run(*body);
 }
 
 // ---------------------------------------------------------------- select
@@ -291,18 +274,6 @@ RILL_REGISTER_OP(go,
                             kOptional | kDuplicable | kNoGradient)
                      .RequiredAttr("sub_block", AttrType::kBlock, "the block to run")
                      .CpuKernel(GoKernel)
-                     .Barrier());
-
-RILL_REGISTER_OP(while,
-                 OpSchema("while")
-                     .Doc("Runs sub_block while Condition (one element) is non-zero; the block "
-                          "updates Condition.")
-                     .Input("Condition", "one element, read before each pass", kNoGradient)
-                     .Input("X", "variables the block reads (documentation; optional)",
-                            kOptional | kDuplicable | kNoGradient)
-                     .RequiredAttr("sub_block", AttrType::kBlock, "the loop body")
-                     .CpuKernel(WhileKernel)
-                     .Blocking()
                      .Barrier());
 
 RILL_REGISTER_OP(select,

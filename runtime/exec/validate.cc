@@ -62,7 +62,8 @@ void CheckBlocks(const proto::ProgramDesc& program) {
         at.Fail(ErrorCode::kInvalidArgument, var.name(), "declared twice");
       }
       if (var.kind() != proto::DENSE_TENSOR && var.kind() != proto::SELECTED_ROWS &&
-          var.kind() != proto::CHANNEL && var.kind() != proto::READER) {
+          var.kind() != proto::CHANNEL && var.kind() != proto::READER &&
+          var.kind() != proto::STEP_SCOPES) {
         at.Fail(ErrorCode::kInvalidArgument, var.name(), "unsupported variable kind ",
                 static_cast<int>(var.kind()));
       }

@@ -224,6 +224,7 @@ std::string FormatProgram(const proto::ProgramDesc& program) {
       if (var.kind() != proto::DENSE_TENSOR) {
         flags.push_back(var.kind() == proto::CHANNEL  ? std::string("channel")
                         : var.kind() == proto::READER ? std::string("reader")
+                        : var.kind() == proto::STEP_SCOPES ? std::string("step_scopes")
                         : var.kind() == proto::SELECTED_ROWS
                             ? std::string("selected_rows")
                             : StrCat("kind ", static_cast<int>(var.kind())));

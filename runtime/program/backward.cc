@@ -6,6 +6,7 @@
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
 #include "runtime/desc/block_access.h"
+#include "runtime/program/while_backward.h"
 
 namespace rill {
 namespace {
@@ -115,6 +116,16 @@ class BackwardPass {
       const auto& op = forward()->ops(i);
       const OpSchema& schema = GetOpSchema(op.type());
       if (!AnyInputNeedsGrad(op)) continue;
+      if (op.type() == "while") {  // its loop variables: what its body writes
+        for (const auto& name : Writes(op)) {
+          const proto::VarDesc* desc = Declared(name);
+          if (desc != nullptr && IsFloat(*desc) && !desc->stop_gradient() &&
+              !no_grad_.count(name)) {
+            needs_grad_.insert(name);
+          }
+        }
+        continue;
+      }
       for (const auto& slot : op.outputs()) {
         const SlotSpec* spec = schema.FindOutput(slot.name());
         if (spec == nullptr || !spec->differentiable()) continue;
@@ -141,6 +152,23 @@ class BackwardPass {
     return names;
   }
 
+  // Outputs of an op, with what its sub-blocks write from outside.
+  std::set<std::string> Writes(const proto::OpDesc& op) const {
+    std::set<std::string> names;
+    for (const auto& slot : op.outputs()) names.insert(slot.vars().begin(), slot.vars().end());
+    for (int sub : SubBlocksOf(op)) {
+      const BlockAccess access = ExternalAccess(program_->desc(), sub);
+      for (const auto& name : access.writes) {
+        if (Declared(name) != nullptr) names.insert(name);
+      }
+    }
+    return names;
+  }
+
+  static bool IsFloat(const proto::VarDesc& var) {
+    return var.dtype() == proto::FLOAT32 || var.dtype() == proto::FLOAT64;
+  }
+
   bool AnyInputNeedsGrad(const proto::OpDesc& op) const {
     const OpSchema& schema = GetOpSchema(op.type());
     if (schema.grad_block()) {
@@ -165,9 +193,7 @@ class BackwardPass {
     for (int i = forward_ops - 1; i >= 0; --i) {
       const auto& op = program_->desc().blocks(forward_index_).ops(i);
       bool writes_wanted = false;
-      for (const auto& slot : op.outputs()) {
-        for (const auto& name : slot.vars()) writes_wanted |= wanted.count(name) > 0;
-      }
+      for (const auto& name : Writes(op)) writes_wanted |= wanted.count(name) > 0;
       if (!writes_wanted) continue;
       on_path[static_cast<size_t>(i)] = true;
       for (const auto& name : Reads(op)) wanted.insert(name);
@@ -182,6 +208,10 @@ class BackwardPass {
       const proto::OpDesc forward_op = forward()->ops(i);
       if (!AnyInputNeedsGrad(forward_op)) continue;
       const OpSchema& schema = GetOpSchema(forward_op.type());
+      if (forward_op.type() == "while") {
+        AppendWhileGrad(i);
+        continue;
+      }
       if (schema.grad_block()) {
         AppendGradOp(BlockGradOp(forward_op, schema));
         continue;
@@ -248,6 +278,70 @@ class BackwardPass {
     return grad;
   }
 
+  // The gradient of while op `op_index` (while_backward.h rewrites its body
+  // first): a grad block of the body's gradient ops, which while_grad runs
+  // once per recorded pass, last first. The loop variables' gradients are
+  // read and written in place: after while_grad, the gradients of their
+  // values before the loop.
+  void AppendWhileGrad(int op_index) {
+    const std::vector<LoopVar> vars =
+        PrepareWhileForGradient(&program_->desc(), forward_index_, op_index);
+    const proto::OpDesc forward_op = forward()->ops(op_index);
+    const int body = BlockAttr(forward_op, "sub_block");
+    proto::BlockDesc* grad_block = program_->desc().add_blocks();
+    const int grad_index = program_->desc().blocks_size() - 1;
+    grad_block->set_idx(grad_index);
+    grad_block->set_parent_idx(body);
+    std::set<std::string> inner_needs = needs_grad_;
+    std::vector<std::string> loop_vars, loop_grads, output_grads;
+    for (const LoopVar& v : vars) {
+      if (!needs_grad_.count(v.name)) continue;
+      loop_vars.push_back(v.name);
+      loop_grads.push_back(GradVarName(v.name));
+      if (!v.input.empty()) inner_needs.insert(v.input);
+    }
+    BackwardPass inner(program_, body, grad_index, no_grad_, inner_needs);
+    std::vector<std::string> grads;
+    for (const auto& g : inner.RunForOutputs(loop_grads)) {
+      if (needs_grad_.count(ForwardName(g))) grads.push_back(g);
+    }
+    std::vector<std::string> input_grads;  // the grad block's, per loop variable
+    for (const LoopVar& v : vars) {
+      if (!needs_grad_.count(v.name)) continue;
+      const std::string g = v.input.empty() ? "" : GradVarName(v.input);
+      const bool made = !g.empty() && FindLocalVarDesc(program_->desc().mutable_blocks(grad_index),
+                                                       g) != nullptr;
+      input_grads.push_back(made ? g : "");
+    }
+    proto::OpDesc grad;
+    grad.set_type("while_grad");
+    const std::vector<std::string> reads = InputVars(forward_op, "X");
+    if (!reads.empty()) SetInput(&grad, "X", reads);
+    SetInput(&grad, "StepScopes", OutputVars(forward_op, "StepScopes"));
+    if (!loop_grads.empty()) {
+      SetInput(&grad, "LoopVars@GRAD", loop_grads);
+      SetOutput(&grad, "LoopVars@GRAD", loop_grads);
+    }
+    if (!grads.empty()) SetOutput(&grad, "Grads", grads);
+    SetBlockAttr(&grad, "sub_block", grad_index);
+    SetBlockAttr(&grad, "forward_block", body);
+    SetAttr(&grad, "loop_vars", loop_vars);
+    SetAttr(&grad, "loop_var_input_grads", input_grads);
+    SetAttr(&grad, "grads", grads);
+    // A loop variable nothing after the loop reads: its gradient starts at zero.
+    for (size_t k = 0; k < loop_grads.size(); ++k) {
+      if (!produced_.insert(loop_grads[k]).second) continue;
+      DeclareGrad(loop_vars[k]);
+      proto::OpDesc zeros;
+      zeros.set_type("fill_zeros_like");
+      SetInput(&zeros, "X", {loop_vars[k]});
+      SetOutput(&zeros, "Out", {loop_grads[k]});
+      zeros.set_role(proto::ROLE_BACKWARD);
+      *target()->add_ops() = std::move(zeros);
+    }
+    AppendGradOp(std::move(grad), std::set<std::string>(loop_grads.begin(), loop_grads.end()));
+  }
+
   void DeclareGrad(const std::string& forward_name, const std::string& grad_name = "",
                    bool sparse = false) {
     const std::string name = grad_name.empty() ? GradVarName(forward_name) : grad_name;
@@ -264,7 +358,9 @@ class BackwardPass {
     *var->mutable_shape() = copy.shape();
   }
 
-  void AppendGradOp(proto::OpDesc grad) {
+  // `in_place`: gradients the op reads and writes in place (while_grad's
+  // loop variables), declared beforehand and never renamed.
+  void AppendGradOp(proto::OpDesc grad, const std::set<std::string>& in_place = {}) {
     // Output gradients nobody produced are dropped (the kernel reads zeros).
     for (auto& slot : *grad.mutable_inputs()) {
       auto* vars = slot.mutable_vars();
@@ -290,11 +386,8 @@ class BackwardPass {
       }
       for (int k = 0; k < vars->size(); ++k) {
         const std::string v = vars->Get(k);
-        if (!IsGradName(v)) {
-          writes_any = true;
-          continue;
-        }
         writes_any = true;
+        if (!IsGradName(v) || in_place.count(v)) continue;
         if (!produced_.count(v)) {
           produced_.insert(v);
           DeclareGrad(ForwardName(v), "", sparse);

@@ -177,4 +177,31 @@ Var Builder::LessThan(const Var& x, const Var& y) {
   return AppendOp("less_than", {{"X", {x}}, {"Y", {y}}}, {{"Out", 1}})[0];
 }
 
+void Builder::Increment(const Var& counter, float step) {
+  AppendOpTo("increment", {{"X", {counter}}}, {{"Out", {counter}}},
+             [&](proto::OpDesc* op) { SetAttr(op, "step", step); });
+}
+
+Var Builder::ReadStep(const Var& x, const Var& index, int axis) {
+  return AppendOp("read_step", {{"X", {x}}, {"Index", {index}}}, {{"Out", 1}},
+                  [&](proto::OpDesc* op) { SetAttr(op, "axis", axis); })[0];
+}
+
+void Builder::WriteStep(const Var& x, const Var& value, const Var& index, int axis) {
+  AppendOpTo("write_step", {{"X", {x}}, {"Value", {value}}, {"Index", {index}}},
+             {{"Out", {x}}}, [&](proto::OpDesc* op) { SetAttr(op, "axis", axis); });
+}
+
+Var Builder::ConstantBatchSizeLike(const Var& input, const Shape& shape, float value,
+                                   DataType dtype, int input_dim, int output_dim) {
+  return AppendOp("fill_constant_batch_size_like", {{"Input", {input}}}, {{"Out", 1}},
+                  [&](proto::OpDesc* op) {
+                    SetAttr(op, "shape", std::vector<int64_t>(shape.begin(), shape.end()));
+                    SetAttr(op, "dtype", std::string(DataTypeName(dtype)));
+                    SetAttr(op, "value", value);
+                    SetAttr(op, "input_dim_idx", input_dim);
+                    SetAttr(op, "output_dim_idx", output_dim);
+                  })[0];
+}
+
 }  // namespace rill

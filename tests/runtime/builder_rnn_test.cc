@@ -31,14 +31,14 @@ struct Built {
 // last_only the last hidden state alone (a classifier's: the gradients of
 // Out and of the last cell are then absent, which the fused ops read as zero).
 // With `lengths`, the sequences are padded: the feed "length" gives their steps.
-void Build(Built* built, bool lstm, bool fused, bool last_only, bool lengths = false) {
+void Build(Built* built, bool lstm, RnnForm form, bool last_only, bool lengths = false) {
   Builder b(&built->main, &built->startup, 7);
   Var x =
       b.Parameter("x", {kBatch, kSteps, kInput}, Initializer::Uniform(-1, 1), DataType::kFloat64);
   std::optional<Var> length;
   if (lengths) length = b.Data("length", {-1}, DataType::kInt64);
   const RecurrentOutputs r =
-      lstm ? b.Lstm(x, kHidden, fused, length) : b.Gru(x, kHidden, fused, length);
+      lstm ? b.Lstm(x, kHidden, form, length) : b.Gru(x, kHidden, form, length);
   std::vector<Var> outs = {r.last_hidden};
   if (!last_only) outs.push_back(r.out);
   if (lstm && !last_only) outs.push_back(r.last_cell);
@@ -68,10 +68,13 @@ FeedList LengthFeed() {
   return {{"length", length}};
 }
 
-void ExpectFusedMatchesUnrolled(bool lstm, bool last_only, bool lengths = false) {
+// The fused layer (or the looped cells) against the unrolled cells: outputs
+// and gradients to 1e-12.
+void ExpectFusedMatchesUnrolled(bool lstm, bool last_only, bool lengths = false,
+                                RnnForm form = RnnForm::kFused) {
   Built fused, unrolled;
-  Build(&fused, lstm, true, last_only, lengths);
-  Build(&unrolled, lstm, false, last_only, lengths);
+  Build(&fused, lstm, form, last_only, lengths);
+  Build(&unrolled, lstm, RnnForm::kUnrolled, last_only, lengths);
   // Same parameters, and the unrolled program made of existing ops only.
   ASSERT_EQ(fused.fetches.size(), unrolled.fetches.size());
   const std::string name = lstm ? "lstm_0" : "gru_0";
@@ -84,6 +87,16 @@ void ExpectFusedMatchesUnrolled(bool lstm, bool last_only, bool lengths = false)
   }
   for (const auto& op : unrolled.main.desc().blocks(0).ops()) {
     EXPECT_NE(op.type(), lstm ? "lstm" : "gru");
+  }
+  if (form == RnnForm::kWhile) {  // one loop, which the gradient runs back
+    int loops = 0, loop_grads = 0;
+    for (const auto& op : fused.main.desc().blocks(0).ops()) {
+      EXPECT_NE(op.type(), lstm ? "lstm" : "gru");
+      loops += op.type() == "while";
+      loop_grads += op.type() == "while_grad";
+    }
+    EXPECT_EQ(loops, 1);
+    EXPECT_EQ(loop_grads, 1);
   }
   Scope fused_scope, unrolled_scope;
   Executor exe;
@@ -146,6 +159,18 @@ TEST(BuilderRnnTest, PaddedSequencesFusedMatchUnrolledWithMasks) {
     SCOPED_TRACE(lstm ? "lstm" : "gru");
     ExpectFusedMatchesUnrolled(lstm, false, true);
     ExpectFusedMatchesUnrolled(lstm, true, true);
+  }
+}
+
+TEST(BuilderRnnTest, LoopedCellsMatchUnrolledCells) {
+  for (bool lstm : {true, false}) {
+    for (bool last_only : {false, true}) {
+      for (bool lengths : {false, true}) {
+        SCOPED_TRACE(::testing::Message() << (lstm ? "lstm" : "gru") << " last_only "
+                                          << last_only << " lengths " << lengths);
+        ExpectFusedMatchesUnrolled(lstm, last_only, lengths, RnnForm::kWhile);
+      }
+    }
   }
 }
 

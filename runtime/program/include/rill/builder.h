@@ -52,6 +52,13 @@ struct Initializer {
 enum class Activation { kNone, kRelu, kSigmoid, kTanh, kSoftmax, kGelu };
 
 // What a recurrent layer (Builder::Lstm, Builder::Gru) returns.
+// How Builder::Lstm and Gru build their cells: one fused op over the whole
+// sequence; the cells unrolled over the steps into matmul, split,
+// elementwise and activation ops; or those ops as the body of a While loop
+// over the steps (read_step / write_step pick each step; the loop's gradient
+// runs the body's gradient once per pass, while_op.cc).
+enum class RnnForm { kFused, kUnrolled, kWhile };
+
 struct RecurrentOutputs {
   Var out;          // [N, T, H], the hidden state after each step
   Var last_hidden;  // [N, H], the hidden state after the last step
@@ -167,20 +174,30 @@ class Builder {
   // Recurrent layers over x [N, T, D] (known T and D), zero initial state,
   // `hidden` units (builder_rnn.cc). Parameters "<name>.w_x" [D, G*H],
   // "<name>.w_h" [H, G*H] (Xavier uniform) and "<name>.b" [G*H] (zeros; the
-  // LSTM's forget gate's part ones),
-  // <name> "lstm_N" or "gru_N". fused: one lstm or gru op; else the same
-  // cells unrolled over T from split, matmul, elementwise and activation ops
-  // sharing those parameters (same names and shapes: both variants train
-  // from the same startup program). LSTM gates i, f, g, o; GRU gates r, z, n
-  // as ops/nn/gru_op.cc describes.
+  // LSTM's forget gate's part ones), <name> "lstm_N" or "gru_N". LSTM gates
+  // i, f, g, o; GRU gates r, z, n as ops/nn/gru_op.cc describes. The form
+  // (RnnForm) changes the graph, not the parameters: every form trains from
+  // the same startup program.
   // With `length` (int64 [N], each sequence's steps, <= T: sequences padded
   // to T), the steps past a sequence's length keep its state and output
   // zeros, so last_hidden (and last_cell) are those after its last real
-  // step. Unrolled, the steps are masked with SequenceMask.
-  RecurrentOutputs Lstm(const Var& x, int hidden, bool fused = true,
-                        const std::optional<Var>& length = std::nullopt);
-  RecurrentOutputs Gru(const Var& x, int hidden, bool fused = true,
-                       const std::optional<Var>& length = std::nullopt);
+  // step. Unrolled and looped, the steps are masked with SequenceMask.
+  // sequence_output false (kWhile only): the loop does not write Out, whose
+  // Var is then empty (a classifier needs only the last state).
+  RecurrentOutputs Lstm(const Var& x, int hidden, RnnForm form = RnnForm::kFused,
+                        const std::optional<Var>& length = std::nullopt,
+                        bool sequence_output = true);
+  RecurrentOutputs Gru(const Var& x, int hidden, RnnForm form = RnnForm::kFused,
+                       const std::optional<Var>& length = std::nullopt,
+                       bool sequence_output = true);
+  RecurrentOutputs Lstm(const Var& x, int hidden, bool fused,
+                        const std::optional<Var>& length = std::nullopt) {
+    return Lstm(x, hidden, fused ? RnnForm::kFused : RnnForm::kUnrolled, length);
+  }
+  RecurrentOutputs Gru(const Var& x, int hidden, bool fused,
+                       const std::optional<Var>& length = std::nullopt) {
+    return Gru(x, hidden, fused ? RnnForm::kFused : RnnForm::kUnrolled, length);
+  }
   // [N, maxlen] of dtype: 1 where step t < length[n] (int64 [N]), else 0.
   Var SequenceMask(const Var& length, int64_t maxlen, DataType dtype = DataType::kFloat32);
   // Rows of a [vocab, dim] table picked by int64 ids. With is_sparse the
@@ -325,6 +342,19 @@ class Builder {
   void Assign(const Var& x, const Var& out);
   // int32 of x's shape: 1 where x < y (y: same shape or one element).
   Var LessThan(const Var& x, const Var& y);
+  // counter += step, in place (a loop's counter: one element of any type).
+  void Increment(const Var& counter, float step = 1);
+  // Step `index` (one int32/int64 element) of x along `axis`: x's shape
+  // without that dim. How a loop body reads the step its counter names.
+  Var ReadStep(const Var& x, const Var& index, int axis = 1);
+  // Writes `value` as step `index` of x along `axis`, in place.
+  void WriteStep(const Var& x, const Var& value, const Var& index, int axis = 1);
+  // A tensor of `shape` filled with `value` whose dim output_dim (-1 in
+  // `shape`) is input's dim input_dim when the op runs: a loop's zero state
+  // [batch, hidden] for a batch known only then.
+  Var ConstantBatchSizeLike(const Var& input, const Shape& shape, float value,
+                            DataType dtype = DataType::kFloat32, int input_dim = 0,
+                            int output_dim = 0);
 
  private:
   // Appends a sub-block of the current block, fills it with `body`, returns its index.
