@@ -108,7 +108,7 @@ TEST_P(DataParallelTest, PlacesWithTheGlobalBatchTrainLikeOnePlace) {
 
 INSTANTIATE_TEST_SUITE_P(
     Models, DataParallelTest,
-    ::testing::Combine(::testing::Values("mlp", "cnn", "embedding", "sparse"),
+    ::testing::Combine(::testing::Values("mlp", "cnn", "looped_lstm", "embedding", "sparse"),
                        ::testing::Values(2, 4),
                        ::testing::Values(ReduceStrategy::kAllReduce, ReduceStrategy::kReduce)),
     [](const auto& info) {

@@ -75,11 +75,26 @@ SmallModel SmallEmbedding(bool sparse) {
           }};
 }
 
+SmallModel SmallLoopedLstm() {
+  return {"looped_lstm",
+          [](Builder& b) {
+            Var x = b.Data("x", {-1, 5, 3}, kF64);
+            Var label = b.Data("label", {-1, 1}, DataType::kInt64);
+            const RecurrentOutputs r = b.Lstm(x, 6, RnnForm::kWhile, std::nullopt, false);
+            return b.Mean(b.SoftmaxWithCrossEntropy(b.Fc(r.last_hidden, 4), label));
+          },
+          [](int step, int64_t batch) {
+            return FeedList{{"x", RandomTensor({batch, 5, 3}, 1100 + static_cast<uint64_t>(step))},
+                            {"label", CyclicLabels(batch, step, 4)}};
+          }};
+}
+
 SmallModel SmallModelByName(const std::string& name) {
   if (name == "mlp") return SmallMlp();
   if (name == "cnn") return SmallCnn();
+  if (name == "looped_lstm") return SmallLoopedLstm();
   RILL_CHECK(name == "embedding" || name == "sparse", kInvalidArgument, "no small model \"", name,
-             "\" (mlp, cnn, embedding or sparse)");
+             "\" (mlp, cnn, looped_lstm, embedding or sparse)");
   return SmallEmbedding(name == "sparse");
 }
 

@@ -1,7 +1,7 @@
 // Small float64 models of the tests that train on several places, executors
 // or processes and compare the parameters with one executor on the whole
 // batch: an MLP, a CNN (conv, pool, fc) and an embedding (dense or sparse
-// gradient), each with its feeds for any step and batch size.
+// gradient), an LSTM looped in a While block, each with its feeds for any step and batch size.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,9 @@ SmallModel SmallCnn();
 SmallModel SmallBatchNormCnn(bool sync);
 // The embedding's gradient is selected rows when `sparse`.
 SmallModel SmallEmbedding(bool sparse);
-// "mlp", "cnn", "embedding" or "sparse".
+// An LSTM as cells in a While loop over 5 steps, its last state classified.
+SmallModel SmallLoopedLstm();
+// "mlp", "cnn", "looped_lstm", "embedding" or "sparse".
 SmallModel SmallModelByName(const std::string& name);
 
 }  // namespace rill::testing
