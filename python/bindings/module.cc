@@ -212,13 +212,15 @@ void BindBuilder(py::module_& module) {
              return b.Embedding(ids, vocab, dim, ParseDataType(dtype), is_sparse);
            })
       .def("lstm",
-           [](B& b, const Var& x, int hidden, bool fused, const std::optional<Var>& length) {
-             const RecurrentOutputs r = b.Lstm(x, hidden, fused, length);
+           [](B& b, const Var& x, int hidden, const std::string& form,
+              const std::optional<Var>& length) {
+             const RecurrentOutputs r = b.Lstm(x, hidden, ParseRnnForm(form), length);
              return std::vector<Var>{r.out, r.last_hidden, r.last_cell};
            })
       .def("gru",
-           [](B& b, const Var& x, int hidden, bool fused, const std::optional<Var>& length) {
-             const RecurrentOutputs r = b.Gru(x, hidden, fused, length);
+           [](B& b, const Var& x, int hidden, const std::string& form,
+              const std::optional<Var>& length) {
+             const RecurrentOutputs r = b.Gru(x, hidden, ParseRnnForm(form), length);
              return std::vector<Var>{r.out, r.last_hidden};
            })
       .def("sequence_mask",
@@ -246,6 +248,15 @@ void BindBuilder(py::module_& module) {
            })
       .def("assign", &B::Assign)
       .def("less_than", &B::LessThan)
+      .def("increment", &B::Increment)
+      .def("read_step", &B::ReadStep)
+      .def("write_step", &B::WriteStep)
+      .def("constant_batch_size_like",
+           [](B& b, const Var& input, const std::vector<int64_t>& shape, float value,
+              const std::string& dtype, int input_dim, int output_dim) {
+             return b.ConstantBatchSizeLike(input, Shape(shape.begin(), shape.end()), value,
+                                            ParseDataType(dtype), input_dim, output_dim);
+           })
       // Control flow: blocks opened and closed around the ops that go in them
       // (layers.While(...).block(), layers.Go()), then the op that runs them.
       .def("open_sub_block", &B::OpenSubBlock)

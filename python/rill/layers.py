@@ -178,23 +178,28 @@ def embedding(input, size, is_sparse=False, dtype="float32"):
                  input.builder)
 
 
-def lstm(input, size, length=None, fused=True):
+def _rnn_form(fused, form):
+    return form if form is not None else ("fused" if fused else "unrolled")
+
+
+def lstm(input, size, length=None, fused=True, form=None):
     """An LSTM over input [N, T, D] (known T, D) with `size` hidden units:
     returns (out [N, T, size], last_hidden [N, size], last_cell [N, size]).
     `length` (int64 [N], each sequence's steps, sequences padded to T): steps
-    past a sequence's length keep its state and output zeros. fused: one op
-    over the whole sequence, else the cells unrolled into matmul and
-    elementwise ops (the same numbers)."""
+    past a sequence's length keep its state and output zeros. form: "fused"
+    (one op over the whole sequence), "unrolled" (the cells unrolled into
+    matmul and elementwise ops) or "while" (those ops as the body of a While
+    loop over the steps); the same numbers. fused=False means "unrolled"."""
     b = input.builder
-    out, last_h, last_c = b.lstm(input._var, size, fused, _var_or_none(length))
+    out, last_h, last_c = b.lstm(input._var, size, _rnn_form(fused, form), _var_or_none(length))
     return _wrap(out, b), _wrap(last_h, b), _wrap(last_c, b)
 
 
-def gru(input, size, length=None, fused=True):
+def gru(input, size, length=None, fused=True, form=None):
     """A GRU over input [N, T, D], as lstm: returns (out [N, T, size],
     last_hidden [N, size])."""
     b = input.builder
-    out, last_h = b.gru(input._var, size, fused, _var_or_none(length))
+    out, last_h = b.gru(input._var, size, _rnn_form(fused, form), _var_or_none(length))
     return _wrap(out, b), _wrap(last_h, b)
 
 
@@ -296,9 +301,34 @@ def less_than(x, y, cond=None):
 
 
 def increment(x, value=1.0, in_place=True):
-    """x + value; with in_place (Fluid's default) written back to x."""
-    out = scale(x, 1.0, value)
-    return assign(out, x) if in_place else out
+    """x + value (x: one element of any type, a loop's counter); with
+    in_place (Fluid's default) written back to x, else a new float
+    variable."""
+    if in_place:
+        x.builder.increment(x._var, float(value))
+        return x
+    return scale(x, 1.0, value)
+
+
+def fill_constant_batch_size_like(input, shape, dtype, value, input_dim_idx=0,
+                                  output_dim_idx=0):
+    """A variable of `shape` filled with `value` whose dim output_dim_idx is
+    input's dim input_dim_idx when the program runs (a loop's zero state for
+    a batch of any size)."""
+    b = input.builder
+    return _wrap(b.constant_batch_size_like(input._var, list(shape), float(value),
+                                            _dtype_name(dtype), input_dim_idx, output_dim_idx), b)
+
+
+def read_step(x, index, axis=1):
+    """Step `index` (one int element, a loop's counter) of x along `axis`."""
+    return _wrap(x.builder.read_step(x._var, index._var, axis), x.builder)
+
+
+def write_step(x, value, index, axis=1):
+    """Writes `value` as step `index` of x along `axis`, in place; returns x."""
+    x.builder.write_step(x._var, value._var, index._var, axis)
+    return x
 
 
 class _SubBlock:

@@ -116,11 +116,13 @@ class BackwardPass {
       const auto& op = forward()->ops(i);
       const OpSchema& schema = GetOpSchema(op.type());
       if (!AnyInputNeedsGrad(op)) continue;
-      if (op.type() == "while") {  // its loop variables: what its body writes
+      // A while's loop variables (what its body writes) are computed from
+      // what needs a gradient, even where the variable the loop overwrites
+      // began as data (stop_gradient).
+      if (op.type() == "while") {
         for (const auto& name : Writes(op)) {
           const proto::VarDesc* desc = Declared(name);
-          if (desc != nullptr && IsFloat(*desc) && !desc->stop_gradient() &&
-              !no_grad_.count(name)) {
+          if (desc != nullptr && IsFloat(*desc) && !no_grad_.count(name)) {
             needs_grad_.insert(name);
           }
         }

@@ -176,6 +176,14 @@ VarSlots RecurrentInputs(const Var& x, const RecurrentWeights& w,
 
 }  // namespace
 
+RnnForm ParseRnnForm(const std::string& name) {
+  if (name == "fused") return RnnForm::kFused;
+  if (name == "unrolled") return RnnForm::kUnrolled;
+  RILL_CHECK(name == "while", kInvalidArgument, "unknown recurrent form \"", name,
+             "\" (expected fused, unrolled or while)");
+  return RnnForm::kWhile;
+}
+
 Var Builder::SequenceMask(const Var& length, int64_t maxlen, DataType dtype) {
   return AppendOp("sequence_mask", {{"X", {length}}}, {{"Y", 1}}, [&](proto::OpDesc* op) {
     SetAttr(op, "maxlen", static_cast<int>(maxlen));

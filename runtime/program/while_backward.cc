@@ -10,7 +10,8 @@
 namespace rill {
 namespace {
 
-// Declares `name` in `body` like `like` (an outer variable), as a plain local.
+// Declares `name` in `body` like `like` (an outer variable), as a plain
+// local: a data variable the loop overwrites still carries gradients.
 void DeclareLike(proto::BlockDesc* body, const proto::VarDesc& like, const std::string& name) {
   if (FindLocalVarDesc(body, name) != nullptr) return;
   proto::VarDesc* var = body->add_vars();
@@ -18,6 +19,7 @@ void DeclareLike(proto::BlockDesc* body, const proto::VarDesc& like, const std::
   var->set_name(name);
   var->set_persistable(false);
   var->set_parameter(false);
+  var->set_stop_gradient(false);  // a loop variable needs one (backward.cc says when)
 }
 
 std::vector<LoopVar> RecordedLoopVars(const proto::OpDesc& op) {

@@ -37,6 +37,51 @@ def test_a_while_loop_sums_its_counter(kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_gradients_flow_back_through_a_while_loop(kind):
+    # h <- tanh(fc(h) + xs[:, t]) for 3 steps; loss = mean(h): the gradients
+    # of the fc's weight and bias against the recurrence differentiated in numpy.
+    rng = np.random.RandomState(5)
+    h0, xs_value = rng.randn(2, 3), rng.randn(2, 3, 3)
+    main, startup = rill.Program(), rill.Program()
+    with rill.program_guard(main, startup):
+        xs = layers.data("xs", shape=[3, 3], dtype="float64")
+        h = layers.data("h", shape=[3], dtype="float64")
+        i = layers.fill_constant([1], "int64", 0)
+        steps = layers.fill_constant([1], "int64", 3)
+        cond = layers.less_than(i, steps)
+        with layers.While(cond).block():
+            layers.assign(layers.tanh(layers.fc(h, 3) + layers.read_step(xs, i)), h)
+            layers.increment(i)
+            layers.less_than(i, steps, cond=cond)
+        loss = layers.mean(h)
+        (b, b_grad), (w, w_grad) = sorted(rill.optimizer.append_backward(loss))  # ".b" < ".w"
+    assert "while_grad" in main.to_string()
+    scope = rill.Scope()
+    rill.Executor().run(startup, scope=scope)
+    w_value, b_value = np.array(scope.get(w)), np.array(scope.get(b))
+    feed = {"xs": xs_value, "h": h0}
+    fetches = [loss, w_grad, b_grad]
+    if kind == "reference":
+        got = rill.Executor().run(main, feed=feed, fetch_list=fetches, scope=scope)
+    else:
+        got = rill.ParallelExecutor(main, places="cpu", scope=scope).run(feed=feed,
+                                                                         fetch_list=fetches)
+    states = [h0]
+    for t in range(3):
+        states.append(np.tanh(states[-1] @ w_value + b_value + xs_value[:, t]))
+    dh = np.full_like(h0, 1.0 / h0.size)
+    dw, db = np.zeros_like(w_value), np.zeros_like(b_value)
+    for t in reversed(range(3)):
+        dpre = dh * (1 - states[t + 1] ** 2)
+        dw += states[t].T @ dpre
+        db += dpre.sum(axis=0)
+        dh = dpre @ w_value.T
+    np.testing.assert_allclose(got[0], np.mean(states[-1]), rtol=1e-12)
+    np.testing.assert_allclose(got[1], dw, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[2], db, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_nested_loops_run_the_inner_body_rows_times_columns(kind):
     main, startup = rill.Program(), rill.Program()
     with rill.program_guard(main, startup):

@@ -372,25 +372,26 @@ def test_loading_a_missing_or_broken_file_raises(tmp_path):
         rill.load_program(str(broken))
 
 
-def test_recurrent_layers_fused_and_unrolled_agree_on_padded_sequences():
+def test_recurrent_layers_fused_unrolled_and_looped_agree_on_padded_sequences():
     rng = np.random.RandomState(8)
     feed = {"x": rng.randn(3, 4, 5), "length": np.array([4, 2, 0], dtype=np.int64)}
 
-    def run(kind, fused):
+    def run(kind, form):
         main, startup = rill.Program(), rill.Program()
         main.random_seed = 3
         with rill.program_guard(main, startup):
             x = layers.data("x", shape=[4, 5], dtype="float64")
             length = layers.data("length", shape=[], dtype="int64")
             outs = (layers.lstm if kind == "lstm" else layers.gru)(x, 6, length=length,
-                                                                  fused=fused)
+                                                                  form=form)
         assert list(outs[0].shape) == [-1, 4, 6] and list(outs[1].shape) == [-1, 6]
         return run_once(main, startup, feed, list(outs))[0]
 
     for kind in ("lstm", "gru"):
-        fused, unrolled = run(kind, True), run(kind, False)
-        for a, b in zip(fused, unrolled):
+        fused, unrolled, looped = run(kind, "fused"), run(kind, "unrolled"), run(kind, "while")
+        for a, b, c in zip(fused, unrolled, looped):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+            np.testing.assert_allclose(c, b, rtol=1e-12, atol=1e-14)
         out, last = fused[0], fused[1]
         assert np.all(out[1, 2:] == 0) and np.all(out[2] == 0)  # past each length
         np.testing.assert_array_equal(last[1], out[1, 1])  # the state at the last real step

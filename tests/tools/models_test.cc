@@ -25,9 +25,9 @@ struct Model {
   Classifier classifier;
 };
 
-void Build(Model* m, const std::string& name, bool fused_rnn = true) {
+void Build(Model* m, const std::string& name, RnnForm rnn = RnnForm::kFused) {
   Builder b(&m->main, &m->startup, 5);
-  m->classifier = BuildClassifier(b, name, fused_rnn);
+  m->classifier = BuildClassifier(b, name, rnn);
   MakeOptimizer("adam", 1e-3f)->Minimize(b, m->classifier.loss);
 }
 
@@ -87,15 +87,15 @@ TEST(ModelsTest, ResnetTrainsBitIdenticallyOnActorAndReferenceExecutors) {
   }
 }
 
-// The recurrent models, fused and unrolled: the same losses and recurrent
-// weights, bit for bit, on the reference executor and the actor executor.
+// The recurrent models, fused, unrolled and looped: the same losses and
+// recurrent weights, bit for bit, on the reference executor and the actor executor.
 TEST(ModelsTest, RecurrentModelsTrainBitIdenticallyOnActorAndReferenceExecutors) {
   for (const std::string name : {"lstm", "gru"}) {
-    for (bool fused : {true, false}) {
+    for (const std::string form : {"fused", "unrolled", "while"}) {
       for (int threads : {1, 2}) {
-        SCOPED_TRACE(StrCat(name, fused ? " fused " : " unrolled ", threads, " threads"));
+        SCOPED_TRACE(StrCat(name, " ", form, " ", threads, " threads"));
         Model m;
-        Build(&m, name, fused);
+        Build(&m, name, ParseRnnForm(form));
         Scope ref_scope, actor_scope;
         Executor reference;
         reference.Run(m.startup.desc(), &ref_scope);

@@ -44,7 +44,7 @@ Var ResNet(Builder& b, const Var& image) {
 
 }  // namespace
 
-Classifier BuildClassifier(Builder& b, const std::string& model, bool fused_rnn) {
+Classifier BuildClassifier(Builder& b, const std::string& model, RnnForm rnn) {
   Classifier c;
   c.image = b.Data("image", {-1, 784});
   c.label = b.Data("label", {-1, 1}, DataType::kInt64);
@@ -64,7 +64,7 @@ Classifier BuildClassifier(Builder& b, const std::string& model, bool fused_rnn)
   } else if (model == "transformer") {
     logits = TransformerLogits(b, c.image);
   } else if (model == "lstm" || model == "gru") {
-    logits = RecurrentLogits(b, c.image, model, fused_rnn);
+    logits = RecurrentLogits(b, c.image, model, rnn);
   } else if (model == "linreg") {
     logits = b.Fc(c.image, 10);
   } else {

@@ -26,14 +26,16 @@ struct Classifier {
 // embedding, two pre-norm encoder layers (4 heads, GELU FFN 128), layer norm,
 // the mean over tokens, fc 10 (models_transformer.h). "lstm" and "gru": the
 // image read as 28 steps of 28 pixels (rows) by a recurrent layer of 128
-// units, its last hidden state through fc 10; fused false unrolls the layer
-// over the steps (Builder::Lstm). "linreg": one linear layer 784-10
+// units, its last hidden state through fc 10, the layer built as `rnn` says
+// (Builder::Lstm: one fused op, unrolled cells, or cells in a While loop,
+// which then writes no sequence output). "linreg": one linear layer 784-10
 // (multinomial logistic regression). Throws kInvalidArgument for another name.
-Classifier BuildClassifier(Builder& builder, const std::string& model, bool fused_rnn = true);
+Classifier BuildClassifier(Builder& builder, const std::string& model,
+                           RnnForm rnn = RnnForm::kFused);
 
 // The logits [N, 10] of "lstm" or "gru" (models_rnn.cc) from images [N, 784];
 // throws kInvalidArgument for another model.
-Var RecurrentLogits(Builder& builder, const Var& image, const std::string& model, bool fused);
+Var RecurrentLogits(Builder& builder, const Var& image, const std::string& model, RnnForm rnn);
 
 // "sgd", "momentum", "adam" or "adamw" (weight decay 0.01, PyTorch's default)
 // at learning rate `lr`; throws kInvalidArgument for another name.

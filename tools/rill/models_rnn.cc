@@ -6,14 +6,14 @@
 
 namespace rill::cli {
 
-Var RecurrentLogits(Builder& b, const Var& image, const std::string& model, bool fused) {
+Var RecurrentLogits(Builder& b, const Var& image, const std::string& model, RnnForm rnn) {
   constexpr int kRows = 28, kHidden = 128;
   const Var rows = b.Reshape(image, {-1, kRows, kRows});
   RecurrentOutputs r;
   if (model == "lstm") {
-    r = b.Lstm(rows, kHidden, fused);
+    r = b.Lstm(rows, kHidden, rnn, std::nullopt, /*sequence_output=*/false);
   } else if (model == "gru") {
-    r = b.Gru(rows, kHidden, fused);
+    r = b.Gru(rows, kHidden, rnn, std::nullopt, /*sequence_output=*/false);
   } else {
     Fail(ErrorCode::kInvalidArgument, "unknown recurrent model \"", model,
          "\" (expected lstm or gru)");

@@ -308,7 +308,7 @@ int Train(const TrainOptions& opt) {
   Program main, startup;
   Builder builder(&main, &startup, opt.seed);
   builder.set_sync_batch_norm(opt.sync_batch_norm);
-  Classifier model = BuildClassifier(builder, opt.model, opt.rnn == "fused");
+  Classifier model = BuildClassifier(builder, opt.model, ParseRnnForm(opt.rnn));
   Program eval_program = main.CloneForTest();  // forward only, taken before backward is added
   const bool distributed = opt.role.role == "trainer";
   // A collective rank joins its group first: a rank that cannot fails before training.
@@ -664,9 +664,10 @@ Command AddTrainCommand(CLI::App& rill) {
                   "(the rows as 28 tokens), lstm or gru (28 steps of 28 pixels, 128\n"
                   "units, last state -> fc 10) or linreg");
   app->add_option("--rnn", opt->rnn,
-                  "lstm and gru as one fused op, or unrolled over the steps into\n"
-                  "matmul and elementwise ops")
-      ->check(CLI::IsMember({"fused", "unrolled"}));
+                  "lstm and gru as one fused op, unrolled over the steps into\n"
+                  "matmul and elementwise ops, or those ops as the body of a while\n"
+                  "loop over the steps")
+      ->check(CLI::IsMember({"fused", "unrolled", "while"}));
   app->add_flag("--sync-batch-norm", opt->sync_batch_norm,
                 "batch norm (resnet) with the whole batch's statistics on every place\n"
                 "(sync_batch_norm), not each place's slice");

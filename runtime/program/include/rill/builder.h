@@ -58,6 +58,8 @@ enum class Activation { kNone, kRelu, kSigmoid, kTanh, kSoftmax, kGelu };
 // over the steps (read_step / write_step pick each step; the loop's gradient
 // runs the body's gradient once per pass, while_op.cc).
 enum class RnnForm { kFused, kUnrolled, kWhile };
+// "fused", "unrolled" or "while"; throws kInvalidArgument for another name.
+RnnForm ParseRnnForm(const std::string& name);
 
 struct RecurrentOutputs {
   Var out;          // [N, T, H], the hidden state after each step
