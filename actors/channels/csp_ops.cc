@@ -1,8 +1,9 @@
 // The CSP ops of a program: channels (create, send, recv, close), go blocks
-// and select (while loops: while_op.cc). Their kernels block the way the channel primitives
-// do — on a fiber or a plain thread — so the reference executor runs them as
-// they are; the actor executor runs the Blocking() ones on its fiber pool and
-// go blocks as fibers of the iteration (actors/executor/async_ops.cc).
+// and select (while loops: while_op.cc). Their kernels block the way the
+// channel primitives do — on a fiber or a plain thread — so the reference
+// executor runs them as they are; the actor executor runs the Blocking() ones
+// on its fiber pool and go blocks as fibers of the iteration
+// (actors/executor/async_ops.cc).
 //
 // Ordering: these ops are barriers of their block in the actor executor's
 // graph (OpSchema::Barrier), so values shared by name with a go block are

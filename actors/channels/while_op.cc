@@ -162,20 +162,18 @@ void WhileGradKernel(KernelContext& ctx) {
   const std::vector<std::string> pass_grads = StringsAttr(ctx, "loop_var_input_grads");
   const std::vector<std::string> grads = StringsAttr(ctx, "grads");
   const int loop_count = ctx.OutputCount("LoopVars@GRAD");
-  RILL_CHECK(static_cast<int>(loop_vars.size()) == loop_count &&
-                 pass_grads.size() == loop_vars.size() &&
-                 static_cast<int>(grads.size()) == ctx.OutputCount("Grads"),
-             kInvalidArgument, "while_grad: attributes name ", loop_vars.size(),
-             " loop variable(s) and ", grads.size(), " gradient(s); the op binds ",
-             loop_count, " and ", ctx.OutputCount("Grads"));
+  RILL_CHECK(
+      static_cast<int>(loop_vars.size()) == loop_count && pass_grads.size() == loop_vars.size() &&
+          static_cast<int>(grads.size()) == ctx.OutputCount("Grads"),
+      kInvalidArgument, "while_grad: attributes name ", loop_vars.size(), " loop variable(s) and ",
+      grads.size(), " gradient(s); the op binds ", loop_count, " and ", ctx.OutputCount("Grads"));
 
   for (int k = 0; k < loop_count; ++k) {
     RILL_CHECK(ctx.Output("LoopVars@GRAD", k)->initialized(), kInvalidArgument,
                "while_grad: the gradient of loop variable ", loop_vars[static_cast<size_t>(k)],
                " holds no value");
   }
-  std::shared_ptr<Scope> body =
-      BlockScope(ctx.scope(), ctx.run().program().blocks(forward_block));
+  std::shared_ptr<Scope> body = BlockScope(ctx.scope(), ctx.run().program().blocks(forward_block));
   std::shared_ptr<Scope> scope = BlockScope(body.get(), ctx.run().program().blocks(grad_block));
   Executor executor(ctx.place());
   auto prepared = executor.PrepareSubBlock(ctx.run(), scope.get(), grad_block);

@@ -11,8 +11,8 @@ void IncrementShape(ShapeContext& ctx) {
   const Shape& x = ctx.InputShape("X");
   int64_t elements = 1;  // unknown dims (-1) are checked when the op runs
   for (int64_t d : x) elements *= d < 0 ? 1 : d;
-  ctx.Check(elements == 1, "increment: X (", ctx.InputName("X"),
-            ") must hold one element, is ", ShapeToString(x));
+  ctx.Check(elements == 1, "increment: X (", ctx.InputName("X"), ") must hold one element, is ",
+            ShapeToString(x));
   ctx.SetOutput("Out", x, ctx.InputType("X"));
 }
 

@@ -54,8 +54,8 @@ int64_t StepIndex(const KernelContext& ctx, int64_t steps) {
              ") must be one int32 or int64 element, is ", index.Describe());
   const double value = index.GetAsDouble(0);
   RILL_CHECK(value >= 0 && value < static_cast<double>(steps), kOutOfRange, ctx.op().type(),
-             ": Index (", ctx.InputName("Index"), ") is ", value, ", outside [0, ", steps,
-             ") of ", ctx.InputName("X"));
+             ": Index (", ctx.InputName("Index"), ") is ", value, ", outside [0, ", steps, ") of ",
+             ctx.InputName("X"));
   return static_cast<int64_t>(value);
 }
 
@@ -95,8 +95,8 @@ void CheckStepValue(const KernelContext& ctx, const Tensor& x, const Tensor& val
 
 void CheckIndexShape(ShapeContext& ctx) {
   const DataType type = ctx.InputType("Index");
-  ctx.Check(type == DataType::kInt32 || type == DataType::kInt64, "Index (",
-            ctx.InputName("Index"), ") must be int32 or int64");
+  ctx.Check(type == DataType::kInt32 || type == DataType::kInt64, "Index (", ctx.InputName("Index"),
+            ") must be int32 or int64");
 }
 
 // ---------------------------------------------------------------- read_step
@@ -104,8 +104,8 @@ void CheckIndexShape(ShapeContext& ctx) {
 void ReadStepShape(ShapeContext& ctx) {
   CheckIndexShape(ctx);
   const Shape& x = ctx.InputShape("X");
-  const int axis = StepAxis(ctx.Attr<int>("axis"), static_cast<int>(x.size()), "read_step",
-                            ctx.InputName("X"));
+  const int axis =
+      StepAxis(ctx.Attr<int>("axis"), static_cast<int>(x.size()), "read_step", ctx.InputName("X"));
   ctx.SetOutput("Out", StepShape(x, axis), ctx.InputType("X"));
 }
 
@@ -144,8 +144,8 @@ void XGradShape(ShapeContext& ctx) {
 void WriteStepShape(ShapeContext& ctx) {
   CheckIndexShape(ctx);
   const Shape& x = ctx.InputShape("X");
-  const int axis = StepAxis(ctx.Attr<int>("axis"), static_cast<int>(x.size()), "write_step",
-                            ctx.InputName("X"));
+  const int axis =
+      StepAxis(ctx.Attr<int>("axis"), static_cast<int>(x.size()), "write_step", ctx.InputName("X"));
   const Shape want = StepShape(x, axis);
   const Shape& value = ctx.InputShape("Value");
   ctx.Check(ctx.InputType("Value") == ctx.InputType("X") && ShapesCompatible(value, want),

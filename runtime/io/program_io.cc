@@ -222,8 +222,8 @@ std::string FormatProgram(const proto::ProgramDesc& program) {
       out << "]";
       std::vector<std::string> flags;
       if (var.kind() != proto::DENSE_TENSOR) {
-        flags.push_back(var.kind() == proto::CHANNEL  ? std::string("channel")
-                        : var.kind() == proto::READER ? std::string("reader")
+        flags.push_back(var.kind() == proto::CHANNEL       ? std::string("channel")
+                        : var.kind() == proto::READER      ? std::string("reader")
                         : var.kind() == proto::STEP_SCOPES ? std::string("step_scopes")
                         : var.kind() == proto::SELECTED_ROWS
                             ? std::string("selected_rows")

@@ -311,8 +311,8 @@ class BackwardPass {
     for (const LoopVar& v : vars) {
       if (!needs_grad_.count(v.name)) continue;
       const std::string g = v.input.empty() ? "" : GradVarName(v.input);
-      const bool made = !g.empty() && FindLocalVarDesc(program_->desc().mutable_blocks(grad_index),
-                                                       g) != nullptr;
+      const bool made =
+          !g.empty() && FindLocalVarDesc(program_->desc().mutable_blocks(grad_index), g) != nullptr;
       input_grads.push_back(made ? g : "");
     }
     proto::OpDesc grad;

@@ -188,8 +188,8 @@ Var Builder::ReadStep(const Var& x, const Var& index, int axis) {
 }
 
 void Builder::WriteStep(const Var& x, const Var& value, const Var& index, int axis) {
-  AppendOpTo("write_step", {{"X", {x}}, {"Value", {value}}, {"Index", {index}}},
-             {{"Out", {x}}}, [&](proto::OpDesc* op) { SetAttr(op, "axis", axis); });
+  AppendOpTo("write_step", {{"X", {x}}, {"Value", {value}}, {"Index", {index}}}, {{"Out", {x}}},
+             [&](proto::OpDesc* op) { SetAttr(op, "axis", axis); });
 }
 
 Var Builder::ConstantBatchSizeLike(const Var& input, const Shape& shape, float value,

@@ -82,8 +82,8 @@ struct CellStep {
 
 // The LSTM cell on x_t [N, D] from states h, c (empty Vars: zero, where the
 // unrolled layer's first step leaves their terms out). Gates i, f, g, o.
-CellStep LstmCell(Builder& b, const RecurrentWeights& w, const Var& x_t, const Var& h,
-                  const Var& c, const StepMask* mask) {
+CellStep LstmCell(Builder& b, const RecurrentWeights& w, const Var& x_t, const Var& h, const Var& c,
+                  const StepMask* mask) {
   Var pre = b.Add(b.MatMul(x_t, w.input), w.bias);
   if (!h.name.empty()) pre = b.Add(pre, b.MatMul(h, w.hidden));
   const std::vector<Var> g = b.Split(pre, 4, 1);
@@ -140,9 +140,8 @@ RecurrentOutputs Unrolled(Builder& b, bool lstm, const Var& x, const RecurrentWe
 // The cell as the body of a While loop over the steps, its counter picking
 // each step of x (and of the mask) with read_step; Out written step by step
 // with write_step when wanted. The states start as zeros of x's batch.
-RecurrentOutputs Looped(Builder& b, bool lstm, const Var& x, const RecurrentWeights& w,
-                        int hidden, int64_t steps, const std::optional<Var>& length,
-                        bool sequence_output) {
+RecurrentOutputs Looped(Builder& b, bool lstm, const Var& x, const RecurrentWeights& w, int hidden,
+                        int64_t steps, const std::optional<Var>& length, bool sequence_output) {
   const Var step = b.Constant({1}, 0, DataType::kInt64);
   const Var end = b.Constant({1}, static_cast<float>(steps), DataType::kInt64);
   const Var more = b.LessThan(step, end);
@@ -220,10 +219,8 @@ RecurrentOutputs Builder::Lstm(const Var& x, int hidden, RnnForm form,
                            {{"Out", 1}, {"LastH", 1}, {"LastC", 1}, {"Gates", 1}, {"Cells", 1}});
       return {outs[0], outs[1], outs[2]};
     }
-    case RnnForm::kUnrolled:
-      return Unrolled(*this, true, x, w, steps, input, length);
-    case RnnForm::kWhile:
-      return Looped(*this, true, x, w, hidden, steps, length, sequence_output);
+    case RnnForm::kUnrolled: return Unrolled(*this, true, x, w, steps, input, length);
+    case RnnForm::kWhile: return Looped(*this, true, x, w, hidden, steps, length, sequence_output);
   }
   Fail(ErrorCode::kInvalidArgument, "lstm: unknown form ", static_cast<int>(form));
 }
@@ -239,10 +236,8 @@ RecurrentOutputs Builder::Gru(const Var& x, int hidden, RnnForm form,
                            {{"Out", 1}, {"LastH", 1}, {"Gates", 1}, {"HiddenProduct", 1}});
       return {outs[0], outs[1], Var{}};
     }
-    case RnnForm::kUnrolled:
-      return Unrolled(*this, false, x, w, steps, input, length);
-    case RnnForm::kWhile:
-      return Looped(*this, false, x, w, hidden, steps, length, sequence_output);
+    case RnnForm::kUnrolled: return Unrolled(*this, false, x, w, steps, input, length);
+    case RnnForm::kWhile: return Looped(*this, false, x, w, hidden, steps, length, sequence_output);
   }
   Fail(ErrorCode::kInvalidArgument, "gru: unknown form ", static_cast<int>(form));
 }

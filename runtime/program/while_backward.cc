@@ -25,20 +25,20 @@ void DeclareLike(proto::BlockDesc* body, const proto::VarDesc& like, const std::
 std::vector<LoopVar> RecordedLoopVars(const proto::OpDesc& op) {
   std::vector<std::string> names, inputs;
   for (const auto& attr : op.attrs()) {
-    if (attr.name() == "loop_vars") names.assign(attr.strings().values().begin(),
-                                                 attr.strings().values().end());
-    if (attr.name() == "loop_var_inputs") inputs.assign(attr.strings().values().begin(),
-                                                        attr.strings().values().end());
+    if (attr.name() == "loop_vars")
+      names.assign(attr.strings().values().begin(), attr.strings().values().end());
+    if (attr.name() == "loop_var_inputs")
+      inputs.assign(attr.strings().values().begin(), attr.strings().values().end());
   }
   std::vector<LoopVar> vars;
-  for (size_t k = 0; k < names.size() && k < inputs.size(); ++k) vars.push_back({names[k], inputs[k]});
+  for (size_t k = 0; k < names.size() && k < inputs.size(); ++k)
+    vars.push_back({names[k], inputs[k]});
   return vars;
 }
 
 }  // namespace
 
-std::vector<LoopVar> PrepareWhileForGradient(proto::ProgramDesc* program, int block,
-                                             int op_index) {
+std::vector<LoopVar> PrepareWhileForGradient(proto::ProgramDesc* program, int block, int op_index) {
   proto::OpDesc* op = program->mutable_blocks(block)->mutable_ops(op_index);
   if (!OutputVars(*op, "StepScopes").empty()) return RecordedLoopVars(*op);
   const int body_index = BlockAttr(*op, "sub_block");

@@ -29,7 +29,6 @@ struct LoopVar {
 // already has its loop variables is left alone) and returns the loop
 // variables, in name order. Throws kUnimplemented for a body that runs
 // blocks of its own (nested loops, go, select).
-std::vector<LoopVar> PrepareWhileForGradient(proto::ProgramDesc* program, int block,
-                                             int op_index);
+std::vector<LoopVar> PrepareWhileForGradient(proto::ProgramDesc* program, int block, int op_index);
 
 }  // namespace rill

@@ -109,8 +109,7 @@ TEST(WhileLoopTest, NoPassLeavesTheInitialStateGradientAndZeros) {
   AppendBackward(&loop.main, loop.loss.name);
   Scope scope;
   Executor().Run(loop.startup.desc(), &scope);
-  const auto got =
-      Executor().Run(loop.main.desc(), &scope, {}, {"w@GRAD", "h0@GRAD", "xs@GRAD"});
+  const auto got = Executor().Run(loop.main.desc(), &scope, {}, {"w@GRAD", "h0@GRAD", "xs@GRAD"});
   // loss = mean(h0) + 0: d/dh0 = 1/6 each; w and xs are never read.
   for (int64_t e = 0; e < got[0].numel(); ++e) EXPECT_EQ(got[0].GetAsDouble(e), 0.0);
   for (int64_t e = 0; e < got[1].numel(); ++e) EXPECT_DOUBLE_EQ(got[1].GetAsDouble(e), 1.0 / 6);
@@ -144,8 +143,8 @@ TEST(WhileLoopTest, ActorExecutorTrainsLikeTheReference) {
     std::vector<Tensor> values;
     for (int step = 0; step < 4; ++step) {
       const FeedList feeds = model.feeds(step, 6);
-      const Tensor l = actor ? pe->Run(feeds, {loss.name})[0]
-                             : reference.Run(*prepared, feeds, {loss.name})[0];
+      const Tensor l =
+          actor ? pe->Run(feeds, {loss.name})[0] : reference.Run(*prepared, feeds, {loss.name})[0];
       values.push_back(l.Clone());
     }
     for (const auto& var : main.desc().blocks(0).vars()) {
@@ -156,9 +155,8 @@ TEST(WhileLoopTest, ActorExecutorTrainsLikeTheReference) {
   ASSERT_EQ(results[0].size(), results[1].size());
   for (size_t k = 0; k < results[0].size(); ++k) {
     ASSERT_EQ(results[0][k].bytes(), results[1][k].bytes()) << k;
-    EXPECT_EQ(std::memcmp(results[0][k].raw_data(), results[1][k].raw_data(),
-                          results[0][k].bytes()),
-              0)
+    EXPECT_EQ(
+        std::memcmp(results[0][k].raw_data(), results[1][k].raw_data(), results[0][k].bytes()), 0)
         << "value " << k << " differs";
   }
   EXPECT_GT(results[0].size(), 4u + 3u);  // losses, then w_x, w_h, b and the fc's
@@ -180,8 +178,7 @@ TEST(WhileLoopTest, BodyRunningBlocksOfItsOwnHasNoGradient) {
     FAIL() << "a nested loop was differentiated";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kUnimplemented);
-    EXPECT_NE(std::string(e.what()).find("runs blocks of its own"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("runs blocks of its own"), std::string::npos) << e.what();
   }
 }
 
@@ -193,8 +190,7 @@ TEST(WhileLoopTest, StepIndexOutsideTheSequenceIsNamed) {
   const Var step = b.ReadStep(xs, i);
   Scope scope;
   try {
-    Executor().Run(main.desc(), &scope, {{"xs", testing::RandomTensor({1, 3, 2}, 1)}},
-                   {step.name});
+    Executor().Run(main.desc(), &scope, {{"xs", testing::RandomTensor({1, 3, 2}, 1)}}, {step.name});
     FAIL() << "step 3 of 3 was read";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("is 3, outside [0, 3) of xs"), std::string::npos)

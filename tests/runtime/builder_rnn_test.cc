@@ -166,8 +166,8 @@ TEST(BuilderRnnTest, LoopedCellsMatchUnrolledCells) {
   for (bool lstm : {true, false}) {
     for (bool last_only : {false, true}) {
       for (bool lengths : {false, true}) {
-        SCOPED_TRACE(::testing::Message() << (lstm ? "lstm" : "gru") << " last_only "
-                                          << last_only << " lengths " << lengths);
+        SCOPED_TRACE(::testing::Message() << (lstm ? "lstm" : "gru") << " last_only " << last_only
+                                          << " lengths " << lengths);
         ExpectFusedMatchesUnrolled(lstm, last_only, lengths, RnnForm::kWhile);
       }
     }

@@ -1,7 +1,8 @@
 // Small float64 models of the tests that train on several places, executors
 // or processes and compare the parameters with one executor on the whole
-// batch: an MLP, a CNN (conv, pool, fc) and an embedding (dense or sparse
-// gradient), an LSTM looped in a While block, each with its feeds for any step and batch size.
+// batch: an MLP, a CNN (conv, pool, fc), an embedding (dense or sparse
+// gradient) and an LSTM looped in a While block, each with its feeds for any
+// step and batch size.
 #pragma once
 
 #include <cstdint>
