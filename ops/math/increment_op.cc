@@ -1,5 +1,6 @@
 // increment: Out = X + step for a one-element X of any type (Fluid's op): the
 // counter of a While loop. No gradient.
+#include "ops/tensor/step_kernels.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
 #include "rill/shape_context.h"
@@ -16,22 +17,21 @@ void IncrementShape(ShapeContext& ctx) {
   ctx.SetOutput("Out", x, ctx.InputType("X"));
 }
 
+}  // namespace
+
+// Computed on the host on every place (step_kernels.h): one element.
 void IncrementKernel(KernelContext& ctx) {
   const Tensor& x = ctx.Input("X");
   RILL_CHECK(x.numel() == 1, kInvalidArgument, "increment: X (", ctx.InputName("X"),
              ") must hold one element, holds ", x.Describe());
+  const Tensor host = x.place().host_memory() ? x : x.CopyTo(Place::Cpu());
   const double step = ctx.Attr<float>("step");
-  Tensor* out = ctx.Output("Out");
-  // Read before Out is allocated: Out may be X.
-  const Shape shape = x.shape();
-  VisitDataType(x.dtype(), [&]<class T>() {
-    const T next = static_cast<T>(x.data<T>()[0] + static_cast<T>(step));
-    if (out == &x && x.shares_buffer()) *out = Tensor();  // never write a shared buffer
-    *out->Allocate<T>(shape) = next;
+  Tensor next(host.dtype(), host.shape());  // a buffer of its own: Out may be X, shared
+  VisitDataType(host.dtype(), [&]<class T>() {
+    next.mutable_data<T>()[0] = static_cast<T>(host.data<T>()[0] + static_cast<T>(step));
   });
+  PutOnPlace(std::move(next), ctx.Output("Out"), ctx.place());
 }
-
-}  // namespace
 
 RILL_REGISTER_OP(increment,
                  OpSchema("increment")

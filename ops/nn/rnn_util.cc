@@ -107,8 +107,10 @@ RnnInputs CheckRnnKernelInputs(const KernelContext& ctx, const char* op, int gat
   if (!grad) in.bias = &CheckedInput(ctx, op, "Bias", {d.gate_width()}, dtype, "[G * H]");
   in.lengths.assign(static_cast<size_t>(d.batch), d.steps);
   if (ctx.HasInput("Length")) {
-    const Tensor& len =
+    const Tensor& given =
         CheckedInput(ctx, op, "Length", {d.batch}, DataType::kInt64, "one per sequence of X");
+    // A device's lengths are read on the host (the CUDA kernels' steps ask them).
+    const Tensor len = given.place().host_memory() ? given : given.CopyTo(Place::Cpu());
     for (int64_t n = 0; n < d.batch; ++n) {
       const int64_t l = len.data<int64_t>()[n];
       RILL_CHECK(l >= 0 && l <= d.steps, kInvalidArgument, op, ": Length (",

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "ops/decimal_double.h"
+#include "ops/tensor/step_kernels.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
 #include "rill/shape_context.h"
@@ -38,20 +39,21 @@ void FillBatchShape(ShapeContext& ctx) {
                 ParseDataType(ctx.Attr<std::string>("dtype")));
 }
 
-void FillBatchKernel(KernelContext& ctx) {
+}  // namespace
+
+// Computed on the host on every place (step_kernels.h).
+void FillConstantBatchSizeLikeKernel(KernelContext& ctx) {
   const Tensor& input = ctx.Input("Input");
   const int input_dim = ctx.Attr<int>("input_dim_idx");
   RILL_CHECK(input_dim >= 0 && input_dim < input.rank(), kInvalidArgument,
              "fill_constant_batch_size_like: input_dim_idx ", input_dim, " is outside Input (",
              ctx.InputName("Input"), ") ", input.Describe());
-  Tensor* out = ctx.Output("Out");
-  out->Allocate(ParseDataType(ctx.Attr<std::string>("dtype")),
-                BatchShape(ctx.Attr<std::vector<int64_t>>("shape"), ctx.Attr<int>("output_dim_idx"),
-                           input.dim(input_dim)));
-  out->Fill(DecimalDouble(ctx.Attr<float>("value")));
+  Tensor host(ParseDataType(ctx.Attr<std::string>("dtype")),
+              BatchShape(ctx.Attr<std::vector<int64_t>>("shape"), ctx.Attr<int>("output_dim_idx"),
+                         input.dim(input_dim)));
+  host.Fill(DecimalDouble(ctx.Attr<float>("value")));
+  PutOnPlace(std::move(host), ctx.Output("Out"), ctx.place());
 }
-
-}  // namespace
 
 RILL_REGISTER_OP(fill_constant_batch_size_like,
                  OpSchema("fill_constant_batch_size_like")
@@ -67,6 +69,6 @@ RILL_REGISTER_OP(fill_constant_batch_size_like,
                            OneOf({"float32", "float64", "int32", "int64"}))
                      .Attr("value", 0.0f, "the value of every element")
                      .InferShape(FillBatchShape)
-                     .CpuKernel(FillBatchKernel));
+                     .CpuKernel(FillConstantBatchSizeLikeKernel));
 
 }  // namespace rill

@@ -1,6 +1,7 @@
 // sequence_mask: Y[n, t] = 1 where t < X[n], else 0, for sequences padded to
 // `maxlen` steps (Fluid's op; the unrolled recurrent layers of
 // builder_rnn.cc mask their padded steps with it).
+#include "ops/tensor/step_kernels.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
 #include "rill/shape_context.h"
@@ -18,8 +19,12 @@ void InferSequenceMaskShape(ShapeContext& ctx) {
                 ParseDataType(ctx.Attr<std::string>("out_dtype")));
 }
 
+}  // namespace
+
+// Computed on the host on every place (step_kernels.h): the lengths are checked there.
 void SequenceMaskKernel(KernelContext& ctx) {
-  const Tensor& x = ctx.Input("X");
+  const Tensor& given = ctx.Input("X");
+  const Tensor x = given.place().host_memory() ? given : given.CopyTo(Place::Cpu());
   RILL_CHECK(x.rank() == 1 && x.dtype() == DataType::kInt64, kInvalidArgument, "sequence_mask: X (",
              ctx.InputName("X"), ") is ", x.Describe(), " but must be int64 [N]");
   const int64_t rows = x.dim(0), maxlen = static_cast<int64_t>(ctx.Attr<int>("maxlen"));
@@ -28,17 +33,15 @@ void SequenceMaskKernel(KernelContext& ctx) {
     RILL_CHECK(length[n] >= 0 && length[n] <= maxlen, kInvalidArgument, "sequence_mask: X (",
                ctx.InputName("X"), ") row ", n, " is ", length[n], ", outside [0, ", maxlen, "]");
   }
-  Tensor* y = ctx.Output("Y");
-  y->Allocate(ParseDataType(ctx.Attr<std::string>("out_dtype")), {rows, maxlen});
-  VisitDataType(y->dtype(), [&]<class T>() {
-    T* out = y->mutable_data<T>();
+  Tensor y(ParseDataType(ctx.Attr<std::string>("out_dtype")), {rows, maxlen});
+  VisitDataType(y.dtype(), [&]<class T>() {
+    T* out = y.mutable_data<T>();
     for (int64_t n = 0; n < rows; ++n) {
       for (int64_t t = 0; t < maxlen; ++t) out[n * maxlen + t] = t < length[n] ? T(1) : T(0);
     }
   });
+  PutOnPlace(std::move(y), ctx.Output("Y"), ctx.place());
 }
-
-}  // namespace
 
 RILL_REGISTER_OP(sequence_mask,
                  OpSchema("sequence_mask")

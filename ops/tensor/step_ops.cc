@@ -2,8 +2,11 @@
 // tensor, so that a While body can walk the steps of [N, T, ...] with its loop
 // counter (the role of Fluid's tensor arrays, on a dense tensor). The step is
 // a position along `axis`; the index is a one-element int32 or int64 tensor.
+// The kernels move bytes through a CopyRowsFn: host rows here, a device's in
+// step_op_cuda.cc.
 #include <cstring>
 
+#include "ops/tensor/step_kernels.h"
 #include "rill/kernel_context.h"
 #include "rill/op_registry.h"
 #include "rill/shape_context.h"
@@ -52,33 +55,32 @@ int64_t StepIndex(const KernelContext& ctx, int64_t steps) {
                  (index.dtype() == DataType::kInt32 || index.dtype() == DataType::kInt64),
              kInvalidArgument, ctx.op().type(), ": Index (", ctx.InputName("Index"),
              ") must be one int32 or int64 element, is ", index.Describe());
-  const double value = index.GetAsDouble(0);
+  const double value =
+      (index.place().host_memory() ? index : index.CopyTo(Place::Cpu())).GetAsDouble(0);
   RILL_CHECK(value >= 0 && value < static_cast<double>(steps), kOutOfRange, ctx.op().type(),
              ": Index (", ctx.InputName("Index"), ") is ", value, ", outside [0, ", steps, ") of ",
              ctx.InputName("X"));
   return static_cast<int64_t>(value);
 }
 
-// Step `t` of `seq` copied into `step`.
-void ReadStepRows(const StepLayout& l, int64_t t, const char* seq, char* step) {
+// Step `t` of `seq` copied into `step`, by `copy`.
+void ReadStepRows(CopyRowsFn copy, const StepLayout& l, int64_t t, const char* seq, char* step) {
   const size_t row = l.row();
-  for (int64_t o = 0; o < l.outer; ++o) {
-    std::memcpy(step + static_cast<size_t>(o) * row,
-                seq + static_cast<size_t>(o * l.steps + t) * row, row);
-  }
+  copy(step, row, seq + static_cast<size_t>(t) * row, static_cast<size_t>(l.steps) * row, row,
+       l.outer);
 }
 
 // `step` copied into step `t` of `seq`; zeros there for a null `step`.
-void WriteStepRows(const StepLayout& l, int64_t t, char* seq, const char* step) {
+void WriteStepRows(CopyRowsFn copy, const StepLayout& l, int64_t t, char* seq, const char* step) {
   const size_t row = l.row();
-  for (int64_t o = 0; o < l.outer; ++o) {
-    char* to = seq + static_cast<size_t>(o * l.steps + t) * row;
-    if (step == nullptr) {
-      std::memset(to, 0, row);
-    } else {
-      std::memcpy(to, step + static_cast<size_t>(o) * row, row);
-    }
-  }
+  copy(seq + static_cast<size_t>(t) * row, static_cast<size_t>(l.steps) * row, step, row, row,
+       l.outer);
+}
+
+// Zeros over the whole of `t`.
+void ZeroAll(CopyRowsFn copy, Tensor* t) {
+  if (t->bytes() > 0)
+    copy(static_cast<char*>(t->raw_data()), t->bytes(), nullptr, 0, t->bytes(), 1);
 }
 
 const char* Bytes(const Tensor& t) { return static_cast<const char*>(t.raw_data()); }
@@ -109,31 +111,35 @@ void ReadStepShape(ShapeContext& ctx) {
   ctx.SetOutput("Out", StepShape(x, axis), ctx.InputType("X"));
 }
 
-void ReadStepKernel(KernelContext& ctx) {
+}  // namespace
+
+void ReadStepOn(KernelContext& ctx, CopyRowsFn copy) {
   const Tensor& x = ctx.Input("X");
   const int axis = StepAxis(ctx.Attr<int>("axis"), x.rank(), "read_step", ctx.InputName("X"));
   const StepLayout layout = LayoutOf(x, axis);
   const int64_t t = StepIndex(ctx, layout.steps);
   Tensor* out = ctx.Output("Out");
-  out->Allocate(x.dtype(), StepShape(x.shape(), axis));
-  ReadStepRows(layout, t, Bytes(x), Bytes(out));
+  out->Allocate(x.dtype(), StepShape(x.shape(), axis), ctx.place());
+  ReadStepRows(copy, layout, t, Bytes(x), Bytes(out));
 }
 
 // X@GRAD = zeros with step Index = Out@GRAD (zeros without one).
-void ReadStepGradKernel(KernelContext& ctx) {
+void ReadStepGradOn(KernelContext& ctx, CopyRowsFn copy) {
   if (!ctx.HasOutput("X@GRAD")) return;
   const Tensor& x = ctx.Input("X");
   const int axis = StepAxis(ctx.Attr<int>("axis"), x.rank(), "read_step", ctx.InputName("X"));
   const StepLayout layout = LayoutOf(x, axis);
   const int64_t t = StepIndex(ctx, layout.steps);
   Tensor* dx = ctx.Output("X@GRAD");
-  dx->Allocate(x.dtype(), x.shape());
-  std::memset(dx->raw_data(), 0, dx->bytes());
+  dx->Allocate(x.dtype(), x.shape(), ctx.place());
+  ZeroAll(copy, dx);
   if (!ctx.InputReady("Out@GRAD")) return;
   const Tensor& dout = ctx.Input("Out@GRAD");
   CheckStepValue(ctx, x, dout, axis, "Out@GRAD");
-  WriteStepRows(layout, t, Bytes(dx), Bytes(dout));
+  WriteStepRows(copy, layout, t, Bytes(dx), Bytes(dout));
 }
+
+namespace {
 
 void XGradShape(ShapeContext& ctx) {
   if (ctx.HasOutput("X@GRAD")) ctx.SetOutput("X@GRAD", ctx.InputShape("X"), ctx.InputType("X"));
@@ -154,7 +160,9 @@ void WriteStepShape(ShapeContext& ctx) {
   ctx.SetOutput("Out", x, ctx.InputType("X"));
 }
 
-void WriteStepKernel(KernelContext& ctx) {
+}  // namespace
+
+void WriteStepOn(KernelContext& ctx, CopyRowsFn copy) {
   const Tensor& x = ctx.Input("X");
   const Tensor& value = ctx.Input("Value");
   const int axis = StepAxis(ctx.Attr<int>("axis"), x.rank(), "write_step", ctx.InputName("X"));
@@ -167,12 +175,12 @@ void WriteStepKernel(KernelContext& ctx) {
   } else if (x.shares_buffer()) {
     *out = x.Clone();  // in place, but another tensor views X's buffer
   }
-  WriteStepRows(layout, t, Bytes(out), Bytes(value));
+  WriteStepRows(copy, layout, t, Bytes(out), Bytes(value));
 }
 
 // X@GRAD = Out@GRAD with step Index zeroed (that step was overwritten);
 // Value@GRAD = Out@GRAD's step Index. Zeros without Out@GRAD.
-void WriteStepGradKernel(KernelContext& ctx) {
+void WriteStepGradOn(KernelContext& ctx, CopyRowsFn copy) {
   const Tensor& x = ctx.Input("X");
   const int axis = StepAxis(ctx.Attr<int>("axis"), x.rank(), "write_step", ctx.InputName("X"));
   const StepLayout layout = LayoutOf(x, axis);
@@ -186,11 +194,11 @@ void WriteStepGradKernel(KernelContext& ctx) {
   }
   if (ctx.HasOutput("Value@GRAD")) {
     Tensor* dvalue = ctx.Output("Value@GRAD");
-    dvalue->Allocate(x.dtype(), StepShape(x.shape(), axis));
+    dvalue->Allocate(x.dtype(), StepShape(x.shape(), axis), ctx.place());
     if (has_dout) {
-      ReadStepRows(layout, t, Bytes(ctx.Input("Out@GRAD")), Bytes(dvalue));
+      ReadStepRows(copy, layout, t, Bytes(ctx.Input("Out@GRAD")), Bytes(dvalue));
     } else {
-      std::memset(dvalue->raw_data(), 0, dvalue->bytes());
+      ZeroAll(copy, dvalue);
     }
   }
   if (ctx.HasOutput("X@GRAD")) {
@@ -198,12 +206,14 @@ void WriteStepGradKernel(KernelContext& ctx) {
     if (has_dout) {
       dx->CopyFrom(ctx.Input("Out@GRAD"));
     } else {
-      dx->Allocate(x.dtype(), x.shape());
-      std::memset(dx->raw_data(), 0, dx->bytes());
+      dx->Allocate(x.dtype(), x.shape(), ctx.place());
+      ZeroAll(copy, dx);
     }
-    WriteStepRows(layout, t, Bytes(dx), nullptr);
+    WriteStepRows(copy, layout, t, Bytes(dx), nullptr);
   }
 }
+
+namespace {
 
 void WriteStepGradShape(ShapeContext& ctx) {
   XGradShape(ctx);
@@ -211,6 +221,32 @@ void WriteStepGradShape(ShapeContext& ctx) {
     ctx.SetOutput("Value@GRAD", ctx.InputShape("Value"), ctx.InputType("Value"));
   }
 }
+
+}  // namespace
+
+void PutOnPlace(Tensor host, Tensor* out, Place place) {
+  *out = place.host_memory() ? std::move(host) : host.CopyTo(place);
+}
+
+namespace {
+
+// Host memory's rows (CopyRowsFn).
+void CopyHostRows(char* dst, size_t dst_pitch, const char* src, size_t src_pitch, size_t row,
+                  int64_t rows) {
+  for (int64_t r = 0; r < rows; ++r) {
+    char* to = dst + static_cast<size_t>(r) * dst_pitch;
+    if (src == nullptr) {
+      std::memset(to, 0, row);
+    } else {
+      std::memcpy(to, src + static_cast<size_t>(r) * src_pitch, row);
+    }
+  }
+}
+
+void ReadStepKernel(KernelContext& ctx) { ReadStepOn(ctx, CopyHostRows); }
+void ReadStepGradKernel(KernelContext& ctx) { ReadStepGradOn(ctx, CopyHostRows); }
+void WriteStepKernel(KernelContext& ctx) { WriteStepOn(ctx, CopyHostRows); }
+void WriteStepGradKernel(KernelContext& ctx) { WriteStepGradOn(ctx, CopyHostRows); }
 
 }  // namespace
 

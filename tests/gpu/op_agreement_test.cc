@@ -88,7 +88,7 @@ std::vector<Case> Cases() {
   for (const auto& group :
        {ActivationCases, UnaryCases, OptimizerCases, TensorCases, BinaryCases, ReduceCases,
         SoftmaxCases, ShapeCases, TopKCases, EmbeddingDropoutCases, RandomCases, GemmCases,
-        NormCompareCases, ConvCases, PoolCases, NormCases}) {
+        NormCompareCases, ConvCases, PoolCases, NormCases, RnnCases}) {
     for (Case& c : group()) all.push_back(std::move(c));
   }
   return all;

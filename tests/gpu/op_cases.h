@@ -54,5 +54,6 @@ std::vector<Case> NormCompareCases();       // cases_norm_compare.cc
 std::vector<Case> ConvCases();              // cases_conv.cc
 std::vector<Case> PoolCases();              // cases_pool.cc
 std::vector<Case> NormCases();              // cases_norm.cc
+std::vector<Case> RnnCases();               // cases_rnn.cc
 
 }  // namespace rill
