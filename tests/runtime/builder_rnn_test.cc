@@ -1,10 +1,12 @@
 // The recurrent layers of the builder: the fused lstm and gru ops against the
 // same cells unrolled over the steps into split, matmul, elementwise and
-// activation ops (their outputs and every gradient, in float64), and the
+// activation ops (their outputs and every gradient, in float64), the cells
+// looped in a While block against the unrolled ones (bit for bit), and the
 // parameters both variants declare.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -115,7 +117,16 @@ void ExpectFusedMatchesUnrolled(bool lstm, bool last_only, bool lengths = false,
   const auto want = exe.Run(unrolled.main.desc(), &unrolled_scope, feeds, unrolled.fetches);
   const auto got = exe.Run(fused.main.desc(), &fused_scope, feeds, fused.fetches);
   ASSERT_EQ(want.size(), got.size());
-  for (size_t i = 0; i < want.size(); ++i) ExpectClose(want[i], got[i], fused.fetches[i]);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ExpectClose(want[i], got[i], fused.fetches[i]);
+    // The loop runs the unrolled graph's ops in the same order (its zero
+    // states add exact zeros): the same bits.
+    if (form == RnnForm::kWhile) {
+      ASSERT_EQ(want[i].bytes(), got[i].bytes());
+      EXPECT_EQ(std::memcmp(want[i].raw_data(), got[i].raw_data(), want[i].bytes()), 0)
+          << fused.fetches[i];
+    }
+  }
   // Not all zeros: the comparison sees the recurrence (fetch 0 is the last
   // hidden state, the last fetch the bias gradient).
   EXPECT_GT(std::abs(got[0].GetAsDouble(lengths ? 0 : got[0].numel() - 1)), 1e-3);
