@@ -114,6 +114,48 @@ Tensor* AllocateOutput(KernelContext& ctx, const char* slot, const Shape& shape)
   return t;
 }
 
+// The forward recurrence: the input projections into `gates`, then for
+// each step t the recurrent product h HiddenWeight (zero at t = 0) and
+// `step(t, recurrent)`, which advances h.
+template <class T, class Step>
+void ForwardRecurrence(const RnnInputs& in, T* gates, const Tensor& h, Tensor* recurrent,
+                       const char* op, Step step) {
+  const RnnDims& d = in.dims;
+  if (d.batch * d.steps * d.gate_width() == 0) return;
+  const cudaStream_t stream = CudaStream::Current();
+  ProjectInputsCuda<T>(in, gates, op);
+  for (int64_t t = 0; t < d.steps; ++t) {
+    if (t > 0) {
+      cuda::Gemm<T>(false, false, d.batch, d.gate_width(), d.hidden, T(1), h.data<T>(),
+                    in.hidden_weight->data<T>(), T(0), recurrent->mutable_data<T>(), stream, op);
+    }
+    step(t, recurrent->data<T>());
+  }
+}
+
+// Backpropagation through time: for each step t, last first, `step(t,
+// recurrent)` writes the step's recurrent-side gradients into `recurrent`
+// ([N, G*H]); then, but for t = 0, dh of the sequences that ran step t takes
+// recurrent HiddenWeight^T (replacing dh, or added to it with `add`).
+template <class T, class Step>
+void BackwardRecurrence(const RnnInputs& in, const Tensor& lengths, Tensor* dh, bool add,
+                        const char* op, Step step) {
+  const RnnDims& d = in.dims;
+  if (d.batch * d.hidden == 0) return;
+  const Place place = dh->place();
+  const cudaStream_t stream = CudaStream::Current();
+  Tensor recurrent(DataTypeOf<T>(), {d.batch, d.gate_width()}, place);
+  Tensor back(DataTypeOf<T>(), {d.batch, d.hidden}, place);
+  for (int64_t t = d.steps - 1; t >= 0; --t) {
+    step(t, recurrent.mutable_data<T>());
+    if (t == 0) break;
+    cuda::Gemm<T>(false, true, d.batch, d.hidden, d.gate_width(), T(1), recurrent.data<T>(),
+                  in.hidden_weight->data<T>(), T(0), back.mutable_data<T>(), stream, op);
+    cuda::TakeRecurrentGradient<T>(lengths.data<int64_t>(), d.batch, d.hidden, t, back.data<T>(),
+                                   dh->mutable_data<T>(), add, stream);
+  }
+}
+
 void LstmCudaKernel(KernelContext& ctx) {
   const char* op = "lstm";
   const RnnInputs in = CheckRnnKernelInputs(ctx, op, kLstmGates, false);
@@ -129,18 +171,10 @@ void LstmCudaKernel(KernelContext& ctx) {
     Tensor h = DeviceState<T>({n_all, hidden}, place, nullptr, op);
     Tensor c = DeviceState<T>({n_all, hidden}, place, nullptr, op);
     Tensor recurrent = DeviceState<T>({n_all, width}, place, nullptr, op);  // zero at t = 0
-    if (n_all * steps * width > 0) {
-      ProjectInputsCuda<T>(in, gates, op);
-      for (int64_t t = 0; t < steps; ++t) {
-        if (t > 0) {
-          cuda::Gemm<T>(false, false, n_all, width, hidden, T(1), h.data<T>(),
-                        in.hidden_weight->data<T>(), T(0), recurrent.mutable_data<T>(), stream, op);
-        }
-        cuda::LstmForwardStep<T>(lengths.data<int64_t>(), n_all, steps, hidden, t,
-                                 recurrent.data<T>(), gates, out, cells, h.mutable_data<T>(),
-                                 c.mutable_data<T>(), stream);
-      }
-    }
+    ForwardRecurrence<T>(in, gates, h, &recurrent, op, [&](int64_t t, const T* rec) {
+      cuda::LstmForwardStep<T>(lengths.data<int64_t>(), n_all, steps, hidden, t, rec, gates, out,
+                               cells, h.mutable_data<T>(), c.mutable_data<T>(), stream);
+    });
     CopyState(ctx, "LastH", h, op);
     CopyState(ctx, "LastC", c, op);
   });
@@ -168,21 +202,12 @@ void LstmGradCudaKernel(KernelContext& ctx) {
     Tensor dh = DeviceState<T>(last, place, d_last_h, op);
     Tensor dc = DeviceState<T>(last, place, d_last_c, op);
     Tensor d_pre(dtype, {n_all * steps, width}, place);  // every row written below
-    Tensor step(dtype, {n_all, width}, place);
-    Tensor back(dtype, last, place);
     const T* d_out = d_out_t != nullptr ? d_out_t->data<T>() : nullptr;
-    for (int64_t t = steps - 1; t >= 0 && n_all * hidden > 0; --t) {
+    BackwardRecurrence<T>(in, lengths, &dh, false, op, [&](int64_t t, T* step) {
       cuda::LstmBackwardStep<T>(lengths.data<int64_t>(), n_all, steps, hidden, t, gates_t.data<T>(),
                                 cells_t.data<T>(), d_out, dh.mutable_data<T>(),
-                                dc.mutable_data<T>(), d_pre.mutable_data<T>(),
-                                step.mutable_data<T>(), stream);
-      if (t == 0) break;
-      // dh_{t-1} = d_pre_t HiddenWeight^T, for the sequences that ran step t.
-      cuda::Gemm<T>(false, true, n_all, hidden, width, T(1), step.data<T>(),
-                    in.hidden_weight->data<T>(), T(0), back.mutable_data<T>(), stream, op);
-      cuda::TakeRecurrentGradient<T>(lengths.data<int64_t>(), n_all, hidden, t, back.data<T>(),
-                                     dh.mutable_data<T>(), false, stream);
-    }
+                                dc.mutable_data<T>(), d_pre.mutable_data<T>(), step, stream);
+    });
     WriteRnnGradientsCuda<T>(ctx, in, d_pre.data<T>(), d_pre.data<T>(), out_t.data<T>(), op);
   });
   CheckCuda(cudaGetLastError(), "lstm_grad: kernel launch");
@@ -203,18 +228,10 @@ void GruCudaKernel(KernelContext& ctx) {
     const Tensor lengths = DeviceLengths(in, place, op);
     Tensor h = DeviceState<T>({n_all, hidden}, place, nullptr, op);
     Tensor recurrent = DeviceState<T>({n_all, width}, place, nullptr, op);  // zero at t = 0
-    if (n_all * steps * width > 0) {
-      ProjectInputsCuda<T>(in, gates, op);
-      for (int64_t t = 0; t < steps; ++t) {
-        if (t > 0) {
-          cuda::Gemm<T>(false, false, n_all, width, hidden, T(1), h.data<T>(),
-                        in.hidden_weight->data<T>(), T(0), recurrent.mutable_data<T>(), stream, op);
-        }
-        cuda::GruForwardStep<T>(lengths.data<int64_t>(), n_all, steps, hidden, t,
-                                recurrent.data<T>(), gates, out, product, h.mutable_data<T>(),
-                                stream);
-      }
-    }
+    ForwardRecurrence<T>(in, gates, h, &recurrent, op, [&](int64_t t, const T* rec) {
+      cuda::GruForwardStep<T>(lengths.data<int64_t>(), n_all, steps, hidden, t, rec, gates, out,
+                              product, h.mutable_data<T>(), stream);
+    });
     CopyState(ctx, "LastH", h, op);
   });
   CheckCuda(cudaGetLastError(), "gru: kernel launch");
@@ -240,21 +257,12 @@ void GruGradCudaKernel(KernelContext& ctx) {
     Tensor dh = DeviceState<T>(last, place, d_last_h, op);
     Tensor d_input(dtype, {n_all * steps, width}, place);  // every row written below
     Tensor d_hidden(dtype, {n_all * steps, width}, place);
-    Tensor step(dtype, {n_all, width}, place);
-    Tensor back(dtype, last, place);
     const T* d_out = d_out_t != nullptr ? d_out_t->data<T>() : nullptr;
-    for (int64_t t = steps - 1; t >= 0 && n_all * hidden > 0; --t) {
+    BackwardRecurrence<T>(in, lengths, &dh, true, op, [&](int64_t t, T* step) {
       cuda::GruBackwardStep<T>(lengths.data<int64_t>(), n_all, steps, hidden, t, gates_t.data<T>(),
                                product_t.data<T>(), out_t.data<T>(), d_out, dh.mutable_data<T>(),
-                               d_input.mutable_data<T>(), d_hidden.mutable_data<T>(),
-                               step.mutable_data<T>(), stream);
-      if (t == 0) break;
-      // dh_{t-1} += d_hidden_t HiddenWeight^T, for the sequences that ran step t.
-      cuda::Gemm<T>(false, true, n_all, hidden, width, T(1), step.data<T>(),
-                    in.hidden_weight->data<T>(), T(0), back.mutable_data<T>(), stream, op);
-      cuda::TakeRecurrentGradient<T>(lengths.data<int64_t>(), n_all, hidden, t, back.data<T>(),
-                                     dh.mutable_data<T>(), true, stream);
-    }
+                               d_input.mutable_data<T>(), d_hidden.mutable_data<T>(), step, stream);
+    });
     WriteRnnGradientsCuda<T>(ctx, in, d_input.data<T>(), d_hidden.data<T>(), out_t.data<T>(), op);
   });
   CheckCuda(cudaGetLastError(), "gru_grad: kernel launch");
