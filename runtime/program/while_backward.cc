@@ -22,17 +22,18 @@ void DeclareLike(proto::BlockDesc* body, const proto::VarDesc& like, const std::
   var->set_stop_gradient(false);  // a loop variable needs one (backward.cc says when)
 }
 
+// The loop variables an already prepared loop names in its attributes.
 std::vector<LoopVar> RecordedLoopVars(const proto::OpDesc& op) {
-  std::vector<std::string> names, inputs;
-  for (const auto& attr : op.attrs()) {
-    if (attr.name() == "loop_vars")
-      names.assign(attr.strings().values().begin(), attr.strings().values().end());
-    if (attr.name() == "loop_var_inputs")
-      inputs.assign(attr.strings().values().begin(), attr.strings().values().end());
-  }
+  const auto strings = [&](const char* name) {
+    const proto::Attr* attr = FindAttr(op, name);
+    return attr == nullptr ? std::vector<std::string>{}
+                           : AttrValue<std::vector<std::string>>(*attr);
+  };
+  const std::vector<std::string> names = strings("loop_vars"), inputs = strings("loop_var_inputs");
   std::vector<LoopVar> vars;
-  for (size_t k = 0; k < names.size() && k < inputs.size(); ++k)
+  for (size_t k = 0; k < names.size() && k < inputs.size(); ++k) {
     vars.push_back({names[k], inputs[k]});
+  }
   return vars;
 }
 
