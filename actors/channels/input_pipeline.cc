@@ -13,11 +13,12 @@ namespace rill {
 InputPipeline::InputPipeline(std::shared_ptr<const BatchSource> source, Options options)
     : source_(std::move(source)), options_(options) {
   RILL_CHECK(source_ != nullptr, kInvalidArgument, "an input pipeline needs a source");
-  RILL_CHECK(options_.batch >= 1 && options_.places >= 1 && options_.decode_threads >= 1 &&
+  RILL_CHECK(options_.batch >= 1 && options_.places >= 1 && options_.decode_threads >= 0 &&
                  options_.prefetch >= 0,
-             kInvalidArgument, "input pipeline: batch, places and decode threads must be >= 1, ",
-             "prefetch >= 0 (got batch ", options_.batch, ", places ", options_.places,
-             ", decode threads ", options_.decode_threads, ", prefetch ", options_.prefetch, ")");
+             kInvalidArgument, "input pipeline: batch and places must be >= 1, ",
+             "decode threads and prefetch >= 0 (got batch ", options_.batch, ", places ",
+             options_.places, ", decode threads ", options_.decode_threads, ", prefetch ",
+             options_.prefetch, ")");
   RILL_CHECK(options_.batch >= options_.places, kInvalidArgument, "input pipeline: a batch of ",
              options_.batch, " cannot be split over ", options_.places, " places");
 }
@@ -52,6 +53,8 @@ void InputPipeline::StartEpoch(int epoch) {
   }
   next_decode_.store(0);
   next_deliver_ = 0;
+  next_inline_ = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(options_.places));
+  for (int p = 0; p < options_.places; ++p) next_inline_[p].store(0);
   stopping_ = false;
   for (int t = 0; t < options_.decode_threads; ++t) {
     decoders_.emplace_back([this] { DecodeLoop(); });
@@ -118,9 +121,41 @@ bool InputPipeline::Next(int place, PipelineBatch* out) {
 }
 
 bool InputPipeline::TryNext(int place, PipelineBatch* out, bool* ended) {
+  if (options_.decode_threads == 0) return DecodeInline(place, out, ended);
   const ChannelStatus status = channel(place)->TryRecv(out);
   *ended = status == ChannelStatus::kClosed;
   if (status != ChannelStatus::kOk) return false;
+  CountTaken(true, 0);
+  return true;
+}
+
+bool InputPipeline::DecodeInline(int place, PipelineBatch* out, bool* ended) {
+  int64_t step = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    RILL_CHECK(next_inline_ != nullptr, kInvalidArgument, Describe(),
+               ": no epoch started (StartEpoch)");
+    RILL_CHECK(place >= 0 && place < options_.places, kOutOfRange, Describe(), ": no place ",
+               place);
+    step = next_inline_[place].load(std::memory_order_relaxed);
+    *ended = stopping_ || step >= steps_;
+    if (*ended) return false;
+    next_inline_[place].store(step + 1, std::memory_order_relaxed);
+  }
+  // The place's rows of the step, as SplitBatch cuts the whole batch: the same
+  // examples in the same order as a decode thread would deliver.
+  const int64_t begin = step * options_.batch;
+  const int64_t end =
+      std::min<int64_t>(begin + options_.batch, static_cast<int64_t>(order_.size()));
+  const std::vector<int64_t> rows = SplitRows(end - begin, options_.places);
+  int64_t first = begin;
+  for (int p = 0; p < place; ++p) first += rows[static_cast<size_t>(p)];
+  std::vector<int64_t> indices(order_.begin() + first,
+                               order_.begin() + first + rows[static_cast<size_t>(place)]);
+  out->fields = source_->Decode(indices);
+  out->step = step;
+  out->decoded_here = true;
+  if (place == 0) decoded_.fetch_add(1, std::memory_order_relaxed);
   CountTaken(true, 0);
   return true;
 }

@@ -1,5 +1,5 @@
-// read: takes the next batch (this place's slice of it) from an input
-// pipeline. The actor executor first tries inline — the batch is usually
+// read: takes the next batch (this place's slice of it) from a batch reader,
+// usually an input pipeline. The actor executor first tries inline — the batch is usually
 // already waiting in the place's channel — and only when it is not does the
 // op wait, on a fiber. The end of the epoch is the pipeline's channels
 // closing: read then fails with kOutOfRange "end of data".
@@ -13,56 +13,65 @@
 namespace rill {
 namespace {
 
-InputPipeline& PipelineOf(const KernelContext& ctx) {
-  auto* pipeline = dynamic_cast<InputPipeline*>(ctx.InputVar("Reader")->object().get());
-  RILL_CHECK(pipeline != nullptr, kInvalidArgument, "read: variable \"", ctx.InputName("Reader"),
-             "\" holds no input pipeline (the trainer sets it in the scope before running)");
-  return *pipeline;
+BatchReader& ReaderOf(const KernelContext& ctx) {
+  auto* reader = dynamic_cast<BatchReader*>(ctx.InputVar("Reader")->object().get());
+  RILL_CHECK(reader != nullptr, kInvalidArgument, "read: variable \"", ctx.InputName("Reader"),
+             "\" holds no input pipeline or other batch reader (the trainer sets it in the "
+             "scope before running)");
+  return *reader;
 }
 
-void Deliver(KernelContext& ctx, const InputPipeline& pipeline, PipelineBatch& batch) {
+void Deliver(KernelContext& ctx, const BatchReader& reader, PipelineBatch& batch) {
   RILL_CHECK(static_cast<int>(batch.fields.size()) == ctx.OutputCount("Out"), kInvalidArgument,
-             "read: ", pipeline.Describe(), " gives ", batch.fields.size(),
-             " field(s), the op has ", ctx.OutputCount("Out"), " output(s)");
-  // Copied into the outputs' own buffers (kept from step to step) rather than
-  // shared: the decoder thread wrote the batch, and the step's kernels read a
-  // buffer this core wrote much faster than one still in the other core's cache.
-  for (int i = 0; i < ctx.OutputCount("Out"); ++i) ctx.Output("Out", i)->CopyFrom(batch.fields[i]);
+             "read: ", reader.Describe(), " gives ", batch.fields.size(), " field(s), the op has ",
+             ctx.OutputCount("Out"), " output(s)");
+  // A decoder thread's batch is copied into the outputs' own buffers (kept
+  // from step to step) rather than shared: the step's kernels read a buffer
+  // this core wrote much faster than one still in the other core's cache. A
+  // slice this thread decoded is in its cache already.
+  for (int i = 0; i < ctx.OutputCount("Out"); ++i) {
+    if (batch.decoded_here) {
+      ctx.Output("Out", i)->ShareDataWith(batch.fields[i]);
+    } else {
+      ctx.Output("Out", i)->CopyFrom(batch.fields[i]);
+    }
+  }
 }
 
-[[noreturn]] void EndOfData(const InputPipeline& pipeline) {
-  Fail(ErrorCode::kOutOfRange, "end of data: the epoch of ", pipeline.Describe(), " is over");
+[[noreturn]] void EndOfData(const BatchReader& reader) {
+  Fail(ErrorCode::kOutOfRange, "end of data: the epoch of ", reader.Describe(), " is over");
 }
 
 bool TryRead(KernelContext& ctx) {
-  InputPipeline& pipeline = PipelineOf(ctx);
+  BatchReader& reader = ReaderOf(ctx);
   PipelineBatch batch;
   bool ended = false;
-  if (!pipeline.TryNext(ctx.place_index(), &batch, &ended)) {
-    if (ended) EndOfData(pipeline);
+  if (!reader.TryNext(ctx.place_index(), &batch, &ended)) {
+    if (ended) EndOfData(reader);
     return false;
   }
-  Deliver(ctx, pipeline, batch);
+  Deliver(ctx, reader, batch);
   return true;
 }
 
 void ReadKernel(KernelContext& ctx) {
-  InputPipeline& pipeline = PipelineOf(ctx);
+  BatchReader& reader = ReaderOf(ctx);
   PipelineBatch batch;
   bool got = false;
   {
-    TraceWait wait(WaitKind::kChannel, pipeline.Describe());
-    got = pipeline.Next(ctx.place_index(), &batch);
+    TraceWait wait(WaitKind::kChannel, reader.Describe());
+    got = reader.Next(ctx.place_index(), &batch);
   }
-  if (!got) EndOfData(pipeline);
-  Deliver(ctx, pipeline, batch);
+  if (!got) EndOfData(reader);
+  Deliver(ctx, reader, batch);
 }
 
 }  // namespace
 
 RILL_REGISTER_OP(read, OpSchema("read")
-                           .Doc("Out = the next batch of Reader's input pipeline (this place's "
-                                "slice), one output per field; fails with \"end of data\" once "
+                           .Doc("Out = the next batch of Reader (an input pipeline or another "
+                                "batch reader; this place's slice), one output per field; fails "
+                                "with \"end of data\" once "
                                 "the epoch is over.")
                            .Input("Reader", "a variable of kind READER", kNoGradient)
                            .Output("Out", "the batch's fields, in the pipeline's order",

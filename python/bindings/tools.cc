@@ -286,7 +286,8 @@ void BindDatasets(py::module_& module) {
            }),
            py::arg("source"), py::arg("batch"), py::arg("seed") = 0, py::arg("shuffle") = true,
            py::arg("decode_threads") = 1,
-           "Batches of `batch` examples of `source` (the last holds what is left).")
+           "Batches of `batch` examples of `source` (the last holds what is left); "
+           "decode_threads=0 decodes each batch in next(), on the calling thread.")
       .def("steps_per_epoch", &InputPipeline::steps_per_epoch, "Batches per epoch.")
       .def("start_epoch", &InputPipeline::StartEpoch, py::arg("epoch"), ReleaseGil(),
            "Starts epoch `epoch` (its order: mt19937_64(seed * 1000003 + epoch)).")

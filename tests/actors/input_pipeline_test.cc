@@ -1,13 +1,16 @@
 // The input pipeline: every example once per epoch in the seeded order,
 // batches in order and split over places, the end of an epoch as closed
 // channels, prompt stops; and a read op feeding training gives the losses
-// that feeding the same batches gives.
+// that feeding the same batches gives. Without decode threads (decode_threads
+// 0) each place decodes its own slice on the thread that reads it, and gets
+// the same examples in the same order.
 #include "rill/input_pipeline.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <numeric>
 #include <random>
 #include <thread>
@@ -55,7 +58,7 @@ std::vector<int64_t> ExpectedOrder(int64_t n, uint64_t seed, int epoch) {
 
 TEST(InputPipelineTest, DeliversEveryExampleOnceInTheSeededOrder) {
   for (int places : {1, 2, 3}) {
-    for (int threads : {1, 3}) {
+    for (int threads : {0, 1, 3}) {
       InputPipeline::Options o;
       o.batch = 8;
       o.places = places;
@@ -74,6 +77,7 @@ TEST(InputPipelineTest, DeliversEveryExampleOnceInTheSeededOrder) {
             if (!pipeline.Next(p, &b)) continue;
             any = true;
             EXPECT_EQ(b.step, step);
+            EXPECT_EQ(b.decoded_here, threads == 0);
             ASSERT_EQ(b.fields.size(), 2u);
             for (int64_t r = 0; r < b.fields[1].dim(0); ++r) {
               const int64_t id = b.fields[1].data<int64_t>()[r];
@@ -108,10 +112,63 @@ TEST(InputPipelineTest, StopReleasesADecoderBlockedOnAFullChannel) {
   EXPECT_FALSE(pipeline.Next(0, &b));  // then the channel is closed
 }
 
+// Records the threads its batches were decoded on.
+class ThreadRecordingSource : public CountingSource {
+ public:
+  ThreadRecordingSource() : CountingSource(40) {}
+  std::vector<Tensor> Decode(const std::vector<int64_t>& indices) const override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    threads_.push_back(std::this_thread::get_id());
+    return CountingSource::Decode(indices);
+  }
+  std::vector<std::thread::id> threads() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return threads_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::vector<std::thread::id> threads_;
+};
+
+TEST(InputPipelineTest, WithoutDecodeThreadsEachPlaceDecodesOnTheThreadThatReads) {
+  auto source = std::make_shared<ThreadRecordingSource>();
+  InputPipeline pipeline(source, {.batch = 8, .places = 2, .decode_threads = 0});
+  pipeline.StartEpoch(1);
+  std::vector<int64_t> rows[2];
+  auto read_all = [&](int place) {
+    PipelineBatch b;
+    while (pipeline.Next(place, &b)) rows[place].push_back(b.fields[1].dim(0));
+  };
+  std::thread other(read_all, 1);
+  read_all(0);
+  other.join();
+  // 40 examples in batches of 8: 5 steps of 4 rows a place, each decoded by its reader.
+  EXPECT_EQ(rows[0], std::vector<int64_t>(5, 4));
+  EXPECT_EQ(rows[1], std::vector<int64_t>(5, 4));
+  const auto threads = source->threads();
+  ASSERT_EQ(threads.size(), 10u);
+  EXPECT_EQ(std::count(threads.begin(), threads.end(), std::this_thread::get_id()), 5);
+  EXPECT_EQ(pipeline.counters().decoded, 5);
+  EXPECT_EQ(pipeline.counters().batches, 10);
+  // A stopped pipeline decodes nothing more; a new epoch starts over.
+  pipeline.StartEpoch(2);
+  pipeline.Stop();
+  PipelineBatch b;
+  EXPECT_FALSE(pipeline.Next(0, &b));
+  pipeline.StartEpoch(3);
+  EXPECT_TRUE(pipeline.Next(1, &b));
+  EXPECT_EQ(b.step, 0);
+}
+
 TEST(InputPipelineTest, RejectsBadOptions) {
   InputPipeline::Options o;
   o.batch = 0;
   EXPECT_THROW(InputPipeline(std::make_shared<CountingSource>(10), o), Error);
+  o.batch = 2;
+  o.decode_threads = -1;
+  EXPECT_THROW(InputPipeline(std::make_shared<CountingSource>(10), o), Error);
+  o.decode_threads = 1;
   o.batch = 2;
   o.places = 3;
   EXPECT_THROW(InputPipeline(std::make_shared<CountingSource>(10), o), Error);
@@ -150,16 +207,22 @@ class TargetSource : public CountingSource {  // y as a float target: 3x0 - x1 +
   }
 };
 
-std::vector<float> TrainLosses(bool reader, int places, bool actor) {
+// The regression's targets in batches of `batch`, split over `places`.
+std::shared_ptr<InputPipeline> TargetPipeline(int64_t batch, int places, int decode_threads) {
+  InputPipeline::Options o;
+  o.batch = batch;
+  o.places = places;
+  o.seed = 1;
+  o.decode_threads = decode_threads;
+  return std::make_shared<InputPipeline>(std::make_shared<TargetSource>(), o);
+}
+
+std::vector<float> TrainLosses(bool reader, int places, bool actor, int decode_threads = 1) {
   Model m;
   BuildModel(&m, reader);
   Scope scope;
   Executor().Run(m.startup.desc(), &scope);
-  InputPipeline::Options o;
-  o.batch = 10;
-  o.places = places;
-  o.seed = 1;
-  auto pipeline = std::make_shared<InputPipeline>(std::make_shared<TargetSource>(), o);
+  auto pipeline = TargetPipeline(10, places, decode_threads);
   if (reader) scope.Var("reader")->set_object(pipeline);
   std::vector<Place> where(static_cast<size_t>(places), Place::Cpu());
   ExecutionStrategy strategy;
@@ -197,34 +260,38 @@ TEST(InputPipelineTest, ReadOpTrainsLikeFeedingTheSameBatches) {
   EXPECT_EQ(TrainLosses(true, 1, false), fed);
   EXPECT_EQ(TrainLosses(true, 1, true), fed);
   EXPECT_EQ(TrainLosses(false, 2, true), TrainLosses(true, 2, true));
+  // Each place decoding its own slice in its read op: the same batches.
+  EXPECT_EQ(TrainLosses(true, 1, false, /*decode_threads=*/0), fed);
+  EXPECT_EQ(TrainLosses(true, 1, true, 0), fed);
+  EXPECT_EQ(TrainLosses(true, 2, true, 0), TrainLosses(false, 2, true));
 }
 
 TEST(InputPipelineTest, ReadPastTheEndOfAnEpochIsEndOfData) {
-  Model m;
-  BuildModel(&m, true);
-  Scope scope;
-  Executor().Run(m.startup.desc(), &scope);
-  InputPipeline::Options o;
-  o.batch = 25;
-  auto pipeline = std::make_shared<InputPipeline>(std::make_shared<TargetSource>(), o);
-  scope.Var("reader")->set_object(pipeline);
-  ExecutionStrategy strategy;
-  strategy.num_threads = 2;
-  ParallelExecutor exe(m.main.desc(), &scope, {.strategy = strategy});
-  pipeline->StartEpoch(1);
-  exe.Run({}, {m.loss.name});
-  exe.Run({}, {m.loss.name});
-  try {
+  for (int decode_threads : {1, 0}) {
+    Model m;
+    BuildModel(&m, true);
+    Scope scope;
+    Executor().Run(m.startup.desc(), &scope);
+    auto pipeline = TargetPipeline(25, 1, decode_threads);
+    scope.Var("reader")->set_object(pipeline);
+    ExecutionStrategy strategy;
+    strategy.num_threads = 2;
+    ParallelExecutor exe(m.main.desc(), &scope, {.strategy = strategy});
+    pipeline->StartEpoch(1);
     exe.Run({}, {m.loss.name});
-    FAIL() << "a third batch of 25 from 50 examples should be end of data";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ErrorCode::kOutOfRange);
-    EXPECT_NE(std::string(e.what()).find("end of data"), std::string::npos) << e.what();
+    exe.Run({}, {m.loss.name});
+    try {
+      exe.Run({}, {m.loss.name});
+      FAIL() << "a third batch of 25 from 50 examples should be end of data";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kOutOfRange);
+      EXPECT_NE(std::string(e.what()).find("end of data"), std::string::npos) << e.what();
+    }
+    pipeline->StartEpoch(2);  // the executor stays usable
+    EXPECT_NO_THROW(exe.Run({}, {m.loss.name}));
+    const auto c = pipeline->counters();
+    EXPECT_EQ(c.batches, 3);
   }
-  pipeline->StartEpoch(2);  // the executor stays usable
-  EXPECT_NO_THROW(exe.Run({}, {m.loss.name}));
-  const auto c = pipeline->counters();
-  EXPECT_EQ(c.batches, 3);
 }
 
 }  // namespace

@@ -13,40 +13,10 @@
 
 #include "rill/error.h"
 #include "runtime/core/buffer_pool.h"
+#include "tests/testing/image_sets.h"
 
 namespace rill {
 namespace {
-
-// Row r holds pixels r * 1000 + k and label r % 10.
-ImageDataset MakeSet(int64_t rows, int64_t width) {
-  ImageDataset set;
-  set.rows = 1;
-  set.cols = width;
-  float* x = set.images.Allocate<float>({rows, width});
-  int64_t* y = set.labels.Allocate<int64_t>({rows, 1});
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t k = 0; k < width; ++k) x[r * width + k] = static_cast<float>(r * 1000 + k);
-    y[r] = r % 10;
-  }
-  return set;
-}
-
-std::vector<int64_t> Shuffled(int64_t n, uint64_t seed) {
-  std::vector<int64_t> order(static_cast<size_t>(n));
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(seed);
-  std::shuffle(order.begin(), order.end(), rng);
-  return order;
-}
-
-// Steps of `batch` rows (the last one shorter) over rows [first, n).
-std::vector<PreloadedBatches::Range> Ranges(size_t n, size_t batch, size_t first = 0) {
-  std::vector<PreloadedBatches::Range> ranges;
-  for (size_t begin = first; begin < n; begin += batch) {
-    ranges.emplace_back(begin, std::min(n, begin + batch));
-  }
-  return ranges;
-}
 
 void ExpectBatch(const PreloadedBatches::Batch& b, const std::vector<int64_t>& order,
                  PreloadedBatches::Range range, int64_t width) {
@@ -66,11 +36,11 @@ void ExpectBatch(const PreloadedBatches::Batch& b, const std::vector<int64_t>& o
 class PreloadedBatchesTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(PreloadedBatchesTest, EveryStepHoldsTheRowsOfItsRange) {
-  const ImageDataset set = MakeSet(103, 7);
+  const ImageDataset set = testing::CountingImageSet(103, 7);
   PreloadedBatches batches(set, {.prefetch = GetParam()});
   for (int epoch = 0; epoch < 3; ++epoch) {
-    const std::vector<int64_t> order = Shuffled(103, static_cast<uint64_t>(epoch));
-    const auto ranges = Ranges(103, 16);
+    const std::vector<int64_t> order = testing::ShuffledOrder(103, static_cast<uint64_t>(epoch));
+    const auto ranges = testing::StepRanges(103, 16);
     batches.StartEpoch(order, ranges);
     PreloadedBatches::Batch b;
     for (const auto& range : ranges) {
@@ -88,15 +58,15 @@ TEST_P(PreloadedBatchesTest, EveryStepHoldsTheRowsOfItsRange) {
 INSTANTIATE_TEST_SUITE_P(Prefetch, PreloadedBatchesTest, ::testing::Values(0, 1, 2, 5));
 
 TEST(PreloadedBatches, AnEpochStartedMidWayReplacesTheOldOne) {
-  const ImageDataset set = MakeSet(64, 3);
+  const ImageDataset set = testing::CountingImageSet(64, 3);
   PreloadedBatches batches(set, {.prefetch = 2});
-  batches.StartEpoch(Shuffled(64, 1), Ranges(64, 8));
+  batches.StartEpoch(testing::ShuffledOrder(64, 1), testing::StepRanges(64, 8));
   PreloadedBatches::Batch b;
   ASSERT_TRUE(batches.Next(&b));
   ASSERT_TRUE(batches.Next(&b));
   // A resumed job's epoch: its steps start at row 24.
-  const std::vector<int64_t> order = Shuffled(64, 2);
-  const auto ranges = Ranges(64, 8, 24);
+  const std::vector<int64_t> order = testing::ShuffledOrder(64, 2);
+  const auto ranges = testing::StepRanges(64, 8, 24);
   batches.StartEpoch(order, ranges);
   for (const auto& range : ranges) {
     ASSERT_TRUE(batches.Next(&b));
@@ -106,9 +76,9 @@ TEST(PreloadedBatches, AnEpochStartedMidWayReplacesTheOldOne) {
 }
 
 TEST(PreloadedBatches, ReleasedBatchesAreWrittenIntoTheSameBuffers) {
-  const ImageDataset set = MakeSet(400, 5);
+  const ImageDataset set = testing::CountingImageSet(400, 5);
   PreloadedBatches batches(set, {.prefetch = 2});
-  batches.StartEpoch(Shuffled(400, 3), Ranges(400, 10));
+  batches.StartEpoch(testing::ShuffledOrder(400, 3), testing::StepRanges(400, 10));
   std::set<const void*> buffers;
   PreloadedBatches::Batch b;
   // The ring has prefetch + 2 slots; the driver holds one batch at a time.
@@ -125,10 +95,10 @@ TEST(PreloadedBatches, ReleasedBatchesAreWrittenIntoTheSameBuffers) {
 }
 
 TEST(PreloadedBatches, ABatchKeptByTheCallerIsNeverOverwritten) {
-  const ImageDataset set = MakeSet(200, 4);
+  const ImageDataset set = testing::CountingImageSet(200, 4);
   PreloadedBatches batches(set, {.prefetch = 1});
-  const std::vector<int64_t> order = Shuffled(200, 4);
-  const auto ranges = Ranges(200, 10);
+  const std::vector<int64_t> order = testing::ShuffledOrder(200, 4);
+  const auto ranges = testing::StepRanges(200, 10);
   batches.StartEpoch(order, ranges);
   std::vector<PreloadedBatches::Batch> kept;
   PreloadedBatches::Batch b;
@@ -138,17 +108,17 @@ TEST(PreloadedBatches, ABatchKeptByTheCallerIsNeverOverwritten) {
 }
 
 TEST(PreloadedBatches, APlanOutsideTheSetFailsNamingTheStep) {
-  const ImageDataset set = MakeSet(10, 2);
+  const ImageDataset set = testing::CountingImageSet(10, 2);
   PreloadedBatches batches(set, {.prefetch = 2});
   try {
-    batches.StartEpoch(Shuffled(10, 0), {{0, 5}, {5, 12}});
+    batches.StartEpoch(testing::ShuffledOrder(10, 0), {{0, 5}, {5, 12}});
     FAIL() << "a range past the order was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kOutOfRange);
     EXPECT_NE(std::string(e.what()).find("step 1 takes rows [5, 12)"), std::string::npos)
         << e.what();
   }
-  std::vector<int64_t> order = Shuffled(10, 0);
+  std::vector<int64_t> order = testing::ShuffledOrder(10, 0);
   order[3] = 10;
   EXPECT_THROW(batches.StartEpoch(order, {{0, 5}}), Error);
   PreloadedBatches::Batch b;
@@ -156,7 +126,7 @@ TEST(PreloadedBatches, APlanOutsideTheSetFailsNamingTheStep) {
 }
 
 TEST(PreloadedBatches, NegativePrefetchIsRefused) {
-  const ImageDataset set = MakeSet(4, 2);
+  const ImageDataset set = testing::CountingImageSet(4, 2);
   EXPECT_THROW(PreloadedBatches(set, {.prefetch = -1}), Error);
 }
 

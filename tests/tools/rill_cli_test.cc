@@ -153,17 +153,22 @@ TEST_F(RillCliTest, RunsTheCspExampleProgramOnBothExecutors) {
 }
 
 // rill train with the input pipeline gives the losses preloaded data gives,
-// and its counters account for every slice the read ops took (ready or
-// waited for). Whether steps had to wait depends on the machine's load: the
-// benchmark (tools/bench/pipeline_vs_preloaded.sh) reports that, not this test.
+// whether a thread decodes or gathers the batches or each place its own slice
+// (--decode-threads 1 or 0), and the read ops' counters account for every
+// slice taken (ready or waited for). Whether steps had to wait depends on the
+// machine's load: the benchmark (tools/bench/pipeline_vs_preloaded.sh)
+// reports that, not this test.
 TEST_F(RillCliTest, TrainWithThePipelineMatchesPreloadedData) {
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
     GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
   }
-  std::string losses[2];
-  for (int i = 0; i < 2; ++i) {
-    const Result r = Rill({"train", "--epochs", "2", "--max-steps", "30", "--places", "cpu:2",
-                           "--json", "--input", i == 0 ? "pipeline" : "preloaded"});
+  std::string losses[4];
+  for (int i = 0; i < 4; ++i) {
+    const bool pipeline = i < 2;
+    const std::string threads = i % 2 == 0 ? "1" : "0";
+    const Result r =
+        Rill({"train", "--epochs", "2", "--max-steps", "30", "--places", "cpu:2", "--json",
+              "--input", pipeline ? "pipeline" : "preloaded", "--decode-threads", threads});
     ASSERT_EQ(r.status, 0) << r.output;
     for (const char* key : {"\"train_loss\":", "\"test_accuracy\":"}) {
       for (size_t at = r.output.find(key); at != std::string::npos;
@@ -171,7 +176,8 @@ TEST_F(RillCliTest, TrainWithThePipelineMatchesPreloadedData) {
         losses[i] += r.output.substr(at, r.output.find(',', at) - at) + "; ";
       }
     }
-    if (i == 0) {
+    EXPECT_TRUE(Contains(r.output, "\"input_threads\":" + threads)) << r.output;
+    if (pipeline || threads == "0") {
       // Per epoch: 30 steps x 2 places slices, each either ready or waited for.
       auto total = [&](const std::string& key) {
         int sum = 0;
@@ -186,7 +192,7 @@ TEST_F(RillCliTest, TrainWithThePipelineMatchesPreloadedData) {
     }
   }
   EXPECT_FALSE(losses[0].empty());
-  EXPECT_EQ(losses[0], losses[1]);
+  for (int i = 1; i < 4; ++i) EXPECT_EQ(losses[i], losses[0]) << "run " << i;
 }
 
 TEST_F(RillCliTest, RunDefaultsToCurrentDirectoryAndAcceptsEqualsForm) {
@@ -319,6 +325,10 @@ TEST_F(RillCliTest, DevicePlacesTrainOnPreloadedBatches) {
   const Result refused = Rill({"train", "--places", "acpu:0", "--input", "pipeline"});
   EXPECT_EQ(refused.status, 2) << refused.output;
   EXPECT_TRUE(Contains(refused.output, "--input pipeline needs CPU places")) << refused.output;
+  const Result gather =
+      Rill({"train", "--places", "acpu:0", "--input", "preloaded", "--decode-threads", "0"});
+  EXPECT_EQ(gather.status, 2) << gather.output;
+  EXPECT_TRUE(Contains(gather.output, "read op, which runs on the host")) << gather.output;
   if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist")) {
     GTEST_SKIP() << "Fashion-MNIST is not installed (tools/setup.sh installs it)";
   }

@@ -30,6 +30,7 @@
 #include "runtime/core/buffer_pool.h"
 #include "runtime/device/blas_threads.h"
 #include "tools/datasets/fashion_mnist.h"
+#include "tools/datasets/place_gathered_batches.h"
 #include "tools/datasets/preloaded_batches.h"
 #include "tools/rill/commands.h"
 #include "tools/rill/flags.h"
@@ -68,8 +69,8 @@ struct TrainOptions {
   std::string save;
   std::string resume;
   bool json = false;
-  std::string input;  // "": the pipeline, preloaded on device places
-  int decode_threads = 1;
+  std::string input;        // "": the pipeline, preloaded on device places
+  int decode_threads = -1;  // -1: 1 when the places leave a core free, else 0
   int prefetch = 2;
   int input_nice = 5;
   std::string trace;
@@ -280,6 +281,17 @@ void CheckOutputPaths(const TrainOptions& opt) {
   }
 }
 
+// A thread that decodes or gathers batches pays off when a core is free for
+// it. When the executor's threads take every core it can only run by
+// preempting one of them, and the other places then wait for that one at the
+// next gradient merge (2 CPU places on 2 cores: 140 us of a 1.8 ms step); the
+// places then decode or gather their own slices instead, each the same share.
+int DefaultDecodeThreads(const std::vector<Place>& places, int threads) {
+  const bool all_cpu =
+      std::all_of(places.begin(), places.end(), [](const Place& p) { return p.is_cpu(); });
+  return all_cpu && threads >= Runtime::HardwareThreads() ? 0 : 1;
+}
+
 int Train(const TrainOptions& opt) {
   CheckOutputPaths(opt);
   const std::vector<Place> places = ParsePlaces(opt.places);
@@ -288,7 +300,14 @@ int Train(const TrainOptions& opt) {
       opt.blas_threads > 0 ? opt.blas_threads : std::max(1, Runtime::HardwareThreads() / threads);
   SetBlasThreads(blas);
   const bool pipelined = opt.input == "pipeline";
-  // Preloaded: the whole training set decoded in memory, batches gathered and fed.
+  // The pipeline's decode threads; for preloaded input, whether a thread
+  // gathers whole batches for the driver to feed (>= 1) or each place its own
+  // slice in a read op (0).
+  const int input_threads =
+      opt.decode_threads >= 0 ? opt.decode_threads : DefaultDecodeThreads(places, threads);
+  const bool places_gather = !pipelined && input_threads == 0;
+  const bool reads = pipelined || places_gather;  // a read op in the program takes the batches
+  // Preloaded: the whole training set decoded in memory, batches gathered from it.
   const ImageDataset train =
       pipelined ? ImageDataset{} : LoadFashionMnist(opt.data, /*train=*/true);
   const ImageDataset test = LoadFashionMnist(opt.data, /*train=*/false);
@@ -298,7 +317,7 @@ int Train(const TrainOptions& opt) {
     o.batch = opt.batch;
     o.places = static_cast<int>(places.size());
     o.seed = opt.seed;
-    o.decode_threads = opt.decode_threads;
+    o.decode_threads = input_threads;
     o.prefetch = opt.prefetch;
     o.decode_nice = opt.input_nice;
     o.max_batches = opt.max_steps;
@@ -333,7 +352,7 @@ int Train(const TrainOptions& opt) {
   }
   optimizer->Minimize(builder, model.loss);
   constexpr const char* kReader = "train_reader";
-  if (pipelined) builder.Read(builder.Reader(kReader), {model.image, model.label}, /*first=*/true);
+  if (reads) builder.Read(builder.Reader(kReader), {model.image, model.label}, /*first=*/true);
 
   // A trainer runs the transpiled program: forward, backward, send, recv.
   proto::ProgramDesc train_program = main.desc();
@@ -349,7 +368,12 @@ int Train(const TrainOptions& opt) {
   }
   Scope scope;
   Executor().Run(startup_program, &scope);
+  std::shared_ptr<PlaceGatheredBatches> gathered;
+  if (places_gather) {
+    gathered = std::make_shared<PlaceGatheredBatches>(train, static_cast<int>(places.size()));
+  }
   if (pipelined) scope.Var(kReader)->set_object(pipeline);
+  if (places_gather) scope.Var(kReader)->set_object(gathered);
   if (!opt.resume.empty()) LoadCheckpoint(main.desc(), &scope, opt.resume);
   std::unique_ptr<StepRunner> step, eval;
   const ActorRunner* actor_step = nullptr;
@@ -435,9 +459,15 @@ int Train(const TrainOptions& opt) {
     std::shuffle(order.begin(), order.end(), shuffle);
     std::vector<PreloadedBatches::Range> ranges;
     for (size_t s = first_step_at(at); s < steps; ++s) ranges.push_back(step_rows(s));
-    preloaded->StartEpoch(std::move(order), std::move(ranges));
+    if (gathered) {
+      gathered->StartEpoch(std::move(order), std::move(ranges));
+    } else {
+      preloaded->StartEpoch(std::move(order), std::move(ranges));
+    }
   };
-  if (!pipelined) {
+  if (places_gather) {
+    start_preloaded_epoch(1, 0);
+  } else if (!pipelined) {
     preloaded = std::make_unique<PreloadedBatches>(
         train, PreloadedBatches::Options{opt.prefetch, opt.input_nice});
     start_preloaded_epoch(1, 0);
@@ -465,7 +495,7 @@ int Train(const TrainOptions& opt) {
       if (trace && global_step == opt.trace_skip + opt.trace_steps) trace->Stop();
       ++global_step;
       if (client) client->set_step(global_step);
-      if (pipelined) {
+      if (reads) {
         out = step->Run({}, {model.loss.name});  // the read op takes the batch
       } else {
         RILL_CHECK(preloaded->Next(&batch), kInternal, "preloaded batches of epoch ", epoch,
@@ -494,6 +524,10 @@ int Train(const TrainOptions& opt) {
     InputPipeline::Counters now;
     if (pipelined) {
       now = pipeline->counters();
+    } else if (gathered) {
+      // Counted as the pipeline counts: slices taken, every one ready.
+      const int64_t slices = gathered->slices();
+      now = {slices, slices, 0, 0, slices / static_cast<int64_t>(places.size())};
     } else {
       const PreloadedBatches::Counters c = preloaded->counters();
       now = {c.batches, c.ready, c.waited, c.wait_ns, c.batches};
@@ -555,6 +589,9 @@ int Train(const TrainOptions& opt) {
           {"send_seconds", Round(sent.send_seconds, 6)},
           {"wait_seconds", Round(sent.wait_seconds, 6)},
           {"input", opt.input},
+          // Decode threads, or for preloaded input the gathering thread (1);
+          // 0: each place decodes or gathers its own slice.
+          {"input_threads", input_threads},
           {"input_batches", input.batches},
           {"input_ready", input.ready},
           {"input_waited", input.waited},
@@ -652,6 +689,12 @@ void CheckTrainOptions(TrainOptions& opt) {
     throw UsageError("--input pipeline needs CPU places (its read op runs on the host); " +
                      opt.places + " takes batches fed by the driver: --input preloaded");
   }
+  if (opt.input == "preloaded" && device_places && opt.decode_threads == 0) {
+    throw UsageError(
+        "--decode-threads 0 with --input preloaded has each place gather its "
+        "slice in a read op, which runs on the host; " +
+        opt.places + " takes batches fed by the driver");
+  }
 }
 
 }  // namespace
@@ -731,14 +774,18 @@ Command AddTrainCommand(CLI::App& rill) {
                   "driver outnumber the cores)")
       ->check(CLI::IsMember({"auto", "pause", "yield"}));
   app->add_option("--input", opt->input,
-                  "stream training batches through the input pipeline (decoded on\n"
-                  "their own threads, prefetched per place, taken by a read op) or feed\n"
-                  "them from the whole set decoded in memory (default: pipeline;\n"
-                  "preloaded on acpu and cuda places)")
+                  "stream training batches through the input pipeline (decoded from the\n"
+                  "files' bytes, taken by a read op) or take them from the whole set\n"
+                  "decoded in memory (fed by the driver, or read by the places: see\n"
+                  "--decode-threads) (default: pipeline; preloaded on acpu and cuda places)")
       ->check(CLI::IsMember({"pipeline", "preloaded"}));
-  app->add_option("--decode-threads", opt->decode_threads, "pipeline decode threads")
+  app->add_option("--decode-threads", opt->decode_threads,
+                  "pipeline decode threads, or for preloaded input 1: a thread gathers\n"
+                  "whole batches for the driver to feed; 0: each place decodes or gathers\n"
+                  "its own slice in a read op (default: 1 when the executor's threads\n"
+                  "leave a core free, else 0)")
       ->type_name("N")
-      ->check(AtLeast(1));
+      ->check(AtLeast(0));
   app->add_option("--prefetch", opt->prefetch,
                   "batches prepared ahead of the step: per place by the pipeline, whole\n"
                   "batches gathered by a thread of their own for preloaded input")

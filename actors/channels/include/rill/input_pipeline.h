@@ -7,6 +7,13 @@
 // closing. A `read` op in the program takes a place's next slice
 // (read_op.cc); a plain loop can call Next().
 //
+// With decode_threads 0 there are no decode threads: each place decodes its
+// own slice in Next/TryNext, on the thread that asks (a place's read op).
+// That is the arrangement for places that take every core: a decode thread
+// could then only run by preempting one place, which the others wait for at
+// the next gradient merge, where slices decoded by the places themselves
+// cost each place the same.
+//
 //   InputPipeline pipeline(source, {.batch = 64, .places = 1, .seed = 0});
 //   pipeline.StartEpoch(1);
 //   PipelineBatch b;
@@ -47,17 +54,31 @@ class BatchSource {
 struct PipelineBatch {
   std::vector<Tensor> fields;
   int64_t step = 0;  // index of the batch in its epoch
+  // Decoded by the thread that took it (no decode threads): its buffers are
+  // already in this core's cache, so a reader may keep them instead of copying.
+  bool decoded_here = false;
 };
 
-class InputPipeline : public VarObject {
+// What a `read` op takes its place's slices from (read_op.cc): an
+// InputPipeline, or a reader of the trainer's own (PlaceGatheredBatches in
+// tools/datasets gathers slices of a dataset held in memory).
+class BatchReader : public VarObject {
+ public:
+  // The next slice for `place`, waiting for it; false once the epoch is over.
+  virtual bool Next(int place, PipelineBatch* out) = 0;
+  // Non-blocking: true with a slice, or with *ended set at the end of the epoch.
+  virtual bool TryNext(int place, PipelineBatch* out, bool* ended) = 0;
+};
+
+class InputPipeline : public BatchReader {
  public:
   struct Options {
     int64_t batch = 64;
     int places = 1;
     uint64_t seed = 0;
     bool shuffle = true;
-    int decode_threads = 1;
-    int prefetch = 2;          // slices buffered per place
+    int decode_threads = 1;    // 0: each place decodes its slice when it asks for it
+    int prefetch = 2;          // slices buffered per place (unused without decode threads)
     int64_t max_batches = -1;  // per epoch; -1: all
     // Added to the decode threads' nice value: they run in the gaps the
     // threads computing leave (a place's first kernel then starts when its
@@ -86,10 +107,8 @@ class InputPipeline : public VarObject {
 
   // Stops the previous epoch (if still running) and starts epoch `epoch`.
   void StartEpoch(int epoch);
-  // The next slice for `place`, waiting for it; false once the epoch is over.
-  bool Next(int place, PipelineBatch* out);
-  // Non-blocking: true with a slice, or with *ended set at the end of the epoch.
-  bool TryNext(int place, PipelineBatch* out, bool* ended);
+  bool Next(int place, PipelineBatch* out) override;
+  bool TryNext(int place, PipelineBatch* out, bool* ended) override;
   // The place's channel of this epoch (for callers that wait their own way).
   std::shared_ptr<Channel<PipelineBatch>> channel(int place) const;
   // Closes the channels and joins the decode threads.
@@ -108,6 +127,10 @@ class InputPipeline : public VarObject {
   std::vector<std::shared_ptr<Channel<PipelineBatch>>> channels_;
   std::vector<int64_t> order_;
   int64_t steps_ = 0;
+  // Without decode threads: the step each place takes next. A place's entry
+  // is used only by the thread reading for that place (one read at a time).
+  std::unique_ptr<std::atomic<int64_t>[]> next_inline_;
+  bool DecodeInline(int place, PipelineBatch* out, bool* ended);
   std::atomic<int64_t> next_decode_{0};  // the batch the next free decoder takes
   int64_t next_deliver_ = 0;             // guarded by mutex_: the batch delivered next
   std::condition_variable turn_;         // a decoder's batch may be delivered
