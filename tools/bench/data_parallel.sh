@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Data parallelism on CPU places, in one command. Per model (the MLP at batch
 # 256, the CNN at batch 64) and input (pipeline, preloaded), `rill train` on
-# one place and on two, alternated (1, 2, 1, 2, ...) PAIRS times, OpenBLAS at
-# one thread per place (--blas-threads 1). Each run trains two epochs of at
+# one place and on two, alternated (1, 2, 2', 1, 2, 2', ...) PAIRS times,
+# OpenBLAS at one thread per place (--blas-threads 1); 2' is two places with a
+# thread decoding or gathering their batches (--decode-threads 1) instead of
+# each place its own slice (the default when the places take every core). Each run trains two epochs of at
 # most STEPS steps; the figure is the second epoch (the first also pays for
 # first touches of the data and the buffers, reported beside it). Prints per
 # configuration the median samples/s with its spread (min-max), the cores the
@@ -52,34 +54,45 @@ def train(model, batch, steps, places, source, extra=()):
 def spread(values):
     return f"{statistics.median(values):>9.0f} ({min(values):.0f}-{max(values):.0f})"
 
-print(f"\n{'model':<5} {'input':<10} {'places':<6} {'samples/s, epoch 2':>26} {'epoch 1':>9} "
-      f"{'cores':>6}   2 places / 1, per pair")
+# Two places run two ways: each place decoding (pipeline) or gathering
+# (preloaded) its own slice in its read op, rill train's default when the
+# places take every core ("cpu:2"), and a thread of its own doing it for them
+# ("cpu:2 thr", --decode-threads 1: the arrangement before that default).
+configs = [("cpu", "cpu", []), ("cpu:2", "cpu:2", []),
+           ("cpu:2 thr", "cpu:2", ["--decode-threads", "1"])]
+print(f"\n{'model':<5} {'input':<10} {'places':<9} {'samples/s, epoch 2':>26} {'epoch 1':>9} "
+      f"{'cores':>6}   / 1 place, per pair")
 medians = {}
 for model, batch, steps in models:
     for source in inputs:
-        runs = {"cpu": [], "cpu:2": []}
+        runs = {name: [] for name, _, _ in configs}
         for _ in range(pairs):
-            for places in ("cpu", "cpu:2"):
-                runs[places].append(train(model, batch, steps, places, source))
-        ratios = [b[-1]["samples_per_sec"] / a[-1]["samples_per_sec"]
-                  for a, b in zip(runs["cpu"], runs["cpu:2"])]
-        for places in ("cpu", "cpu:2"):
-            last = [r[-1]["samples_per_sec"] for r in runs[places]]
-            first = [r[0]["samples_per_sec"] for r in runs[places]]
-            cores = statistics.median(r[-1]["cores_used"] for r in runs[places])
-            medians[(model, source, places)] = statistics.median(last)
+            for name, places, extra in configs:
+                runs[name].append(train(model, batch, steps, places, source, extra))
+        for name, _, _ in configs:
+            last = [r[-1]["samples_per_sec"] for r in runs[name]]
+            first = [r[0]["samples_per_sec"] for r in runs[name]]
+            cores = statistics.median(r[-1]["cores_used"] for r in runs[name])
+            medians[(model, source, name)] = statistics.median(last)
             tail = ""
-            if places == "cpu:2":
+            if name != "cpu":
+                ratios = [b[-1]["samples_per_sec"] / a[-1]["samples_per_sec"]
+                          for a, b in zip(runs["cpu"], runs[name])]
                 tail = (f"   median {statistics.median(ratios):.2f}x "
-                        f"({min(ratios):.2f}-{max(ratios):.2f}; target >= 1.75x)")
-            print(f"{model:<5} {source:<10} {places:<6} {spread(last):>26} "
+                        f"({min(ratios):.2f}-{max(ratios):.2f}"
+                        f"{'; target >= 1.75x' if name == 'cpu:2' else ''})")
+            print(f"{model:<5} {source:<10} {name:<9} {spread(last):>26} "
                   f"{statistics.median(first):>9.0f} {cores:>6.2f}{tail}", flush=True)
-    for places in ("cpu", "cpu:2"):
-        ratio = medians[(model, "preloaded", places)] / medians[(model, "pipeline", places)]
-        print(f"{model} {places}: preloaded / pipeline = {ratio:.2f} (target >= 1.0)")
+        gains = [b[-1]["samples_per_sec"] / a[-1]["samples_per_sec"]
+                 for a, b in zip(runs["cpu:2 thr"], runs["cpu:2"])]
+        print(f"{model} {source}: places reading their own slices / a thread for them, per pair: "
+              f"median {statistics.median(gains):.2f}x ({min(gains):.2f}-{max(gains):.2f})")
+    for name, _, _ in configs:
+        ratio = medians[(model, "preloaded", name)] / medians[(model, "pipeline", name)]
+        print(f"{model} {name}: preloaded / pipeline = {ratio:.2f} (target >= 1.0)")
 
-def split(model, batch, steps, places):
-    path = f"{trace_dir}/{model}-{places.replace(':', '')}.json"
+def split(model, batch, steps, places, extra=()):
+    path = f"{trace_dir}/{model}-{places.replace(':', '')}-{len(extra)}.json"
     # Up to 20 steps of the second epoch (the figures' epoch: the first one
     # also pays for first touches), past its first quarter; --trace-skip
     # counts global steps.
@@ -87,7 +100,7 @@ def split(model, batch, steps, places):
     skip = int(steps) + quarter
     count = max(1, min(20, int(steps) - quarter - 1))
     train(model, batch, steps, places, "pipeline",
-          ["--trace", path, "--trace-skip", str(skip), "--trace-steps", str(count)])
+          [*extra, "--trace", path, "--trace-skip", str(skip), "--trace-steps", str(count)])
     out = subprocess.run([rill, "trace", "summarize", "--json", path], check=True,
                          capture_output=True, text=True).stdout
     t = json.loads(out)["time_split"]
@@ -95,15 +108,15 @@ def split(model, batch, steps, places):
     return {k: (v / n if k.endswith("_us") else v) for k, v in t.items()}
 
 print("\ntime split of a traced step (pipeline input, µs per step)")
-print(f"{'model':<5} {'places':<6} {'step':>8} {'all':>8} {'some':>8} {'none':>8} {'driver':>8} "
+print(f"{'model':<5} {'places':<9} {'step':>8} {'all':>8} {'some':>8} {'none':>8} {'driver':>8} "
       f"{'compute':>8} {'merge':>7} {'serial':>7}")
 projection = []
 for model, batch, steps in models:
-    s = {p: split(model, batch, steps, p) for p in ("cpu", "cpu:2")}
+    s = {name: split(model, batch, steps, places, extra) for name, places, extra in configs}
     for places, t in s.items():
         driver = t["between_us"] + t["before_first_us"] + t["after_last_us"]
         compute = t["kernel_us"] - t["merge_us"]
-        print(f"{model:<5} {places:<6} {t['total_us']:>8.0f} {t['all_places_us']:>8.0f} "
+        print(f"{model:<5} {places:<9} {t['total_us']:>8.0f} {t['all_places_us']:>8.0f} "
               f"{t['some_places_us']:>8.0f} {t['no_place_us']:>8.0f} {driver:>8.0f} "
               f"{compute:>8.0f} {t['merge_us']:>7.0f} {100 * t['serial_fraction']:>6.1f}%")
     one, two = s["cpu"], s["cpu:2"]
