@@ -264,7 +264,14 @@ void ActorGraph::Kick(IterationSlot& slot) {
 }
 
 void ActorGraph::Dispatch(Task* task, Stream* from) {
-  if (!RunsOnStream(task->kind)) {
+  // A blocking op that can try first (read) makes its attempt on its place's
+  // stream, as a kernel runs: the places' reads then run at once, each on its
+  // place's thread, not one after the other where they became ready (the
+  // driver, for a source), which on two places cost each MLP step 90 µs.
+  const bool on_stream =
+      RunsOnStream(task->kind) ||
+      (task->kind == TaskKind::kFiber && built_->nodes[task->node].try_kernel != nullptr);
+  if (!on_stream) {
     Invoke(task, nullptr);  // starts where it became ready
   } else if (from != nullptr && task->stream == from->id()) {
     from->PushLocal(task);  // depth first, on this thread

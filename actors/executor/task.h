@@ -17,7 +17,8 @@ namespace rill {
 
 // What running a task means (ActorGraph::Invoke switches on it). The first
 // three run on their stream; the others start on the thread that makes them
-// ready and end later, or elsewhere.
+// ready and end later, or elsewhere (a blocking op that can try first makes
+// its attempt on its stream: ActorGraph::Dispatch).
 enum class TaskKind : uint8_t {
   kKernel,      // runs an op's kernel (launches it, on a device place)
   kFeed,        // binds a fed value (copies it to the device, on a CUDA place)

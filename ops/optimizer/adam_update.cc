@@ -8,6 +8,7 @@
 
 #include "ops/optimizer/adam_lanes.h"
 #include "ops/optimizer/optimizer_util.h"
+#include "rill/parallel_for.h"
 
 namespace rill {
 namespace {
@@ -22,6 +23,17 @@ template <class T>
 void AdamUpdate(T* p, T* m, T* v, const T* g, int64_t n, const AdamCoefficients<T>& c) {
   const int64_t done = AdamLanes(p, m, v, g, n, c);
   for (int64_t i = done; i < n; ++i) AdamElement(p[i], m[i], v[i], g[i], c);
+}
+
+// A dense update in runs that idle executor threads may take (ParallelFor):
+// with the reduce strategy one place updates a shared parameter, and the
+// places that own nothing more that step help with it. Every path gives the
+// same bits (adam_lanes.h), so the runs change no value.
+template <class T>
+void AdamUpdateInParts(T* p, T* m, T* v, const T* g, int64_t n, const AdamCoefficients<T>& c) {
+  ParallelRanges(n, kMinValuesPerPart, 64, [&](int64_t begin, int64_t end) {
+    AdamUpdate(p + begin, m + begin, v + begin, g + begin, end - begin, c);
+  });
 }
 
 }  // namespace
@@ -90,7 +102,7 @@ void RunAdamKernel(KernelContext& ctx, bool decoupled_decay) {
     c.epsilon = static_cast<T>(args.epsilon);
     c.decay = static_cast<T>(1 - lr * args.weight_decay);  // 1 for adam (weight_decay 0)
     if (!sparse) {
-      AdamUpdate(p, m, v, g, n, c);
+      AdamUpdateInParts(p, m, v, g, n, c);
       return;
     }
     const int64_t width = param.dim(0) == 0 ? 0 : n / param.dim(0);

@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <numeric>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "rill/builder.h"
@@ -264,6 +266,69 @@ TEST(InputPipelineTest, ReadOpTrainsLikeFeedingTheSameBatches) {
   EXPECT_EQ(TrainLosses(true, 1, false, /*decode_threads=*/0), fed);
   EXPECT_EQ(TrainLosses(true, 1, true, 0), fed);
   EXPECT_EQ(TrainLosses(true, 2, true, 0), TrainLosses(false, 2, true));
+}
+
+// A reader whose places' reads of a step wait (up to 2 s) until every place
+// has asked: it records whether they met, and on which threads they ran.
+class MeetingReader : public BatchReader {
+ public:
+  explicit MeetingReader(int places) : places_(places) {}
+  std::string Describe() const override { return "meeting reader"; }
+  bool Next(int place, PipelineBatch* out) override {
+    bool ended = false;
+    return TryNext(place, out, &ended);
+  }
+  bool TryNext(int place, PipelineBatch* out, bool* ended) override {
+    *ended = false;
+    std::unique_lock<std::mutex> lock(mutex_);
+    threads_.insert(std::this_thread::get_id());
+    ++arrived_;
+    arrived_cv_.notify_all();
+    const int64_t step_end = (arrived_ + places_ - 1) / places_ * places_;
+    met_ &=
+        arrived_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return arrived_ >= step_end; });
+    Tensor x(DataType::kFloat32, {2, 2});
+    Tensor target(DataType::kFloat32, {2, 1});
+    for (int i = 0; i < 4; ++i) x.mutable_data<float>()[i] = static_cast<float>(place + i) / 8;
+    target.mutable_data<float>()[0] = target.mutable_data<float>()[1] = 0.5f;
+    out->fields = {x, target};
+    out->step = (arrived_ - 1) / places_;
+    return true;
+  }
+  bool met() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return met_;
+  }
+  size_t threads() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return threads_.size();
+  }
+
+ private:
+  const int places_;
+  mutable std::mutex mutex_;
+  std::condition_variable arrived_cv_;
+  int64_t arrived_ = 0;
+  bool met_ = true;
+  std::set<std::thread::id> threads_;
+};
+
+// The read ops of a step's places run at the same time, each on a thread of
+// its place, not one after the other on the thread that starts the step.
+TEST(InputPipelineTest, ThePlacesReadsOfAStepRunAtOnce) {
+  Model m;
+  BuildModel(&m, true);
+  Scope scope;
+  Executor().Run(m.startup.desc(), &scope);
+  auto reader = std::make_shared<MeetingReader>(2);
+  scope.Var("reader")->set_object(reader);
+  ExecutionStrategy strategy;
+  strategy.num_threads = 2;
+  ParallelExecutor exe(m.main.desc(), &scope,
+                       {.places = {Place::Cpu(), Place::Cpu()}, .strategy = strategy});
+  for (int step = 0; step < 3; ++step) exe.Run({}, {m.loss.name});
+  EXPECT_TRUE(reader->met()) << "a place's read waited 2 s for the other's";
+  EXPECT_GE(reader->threads(), 2u);
 }
 
 TEST(InputPipelineTest, ReadPastTheEndOfAnEpochIsEndOfData) {
