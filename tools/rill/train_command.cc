@@ -283,13 +283,15 @@ void CheckOutputPaths(const TrainOptions& opt) {
 
 // A thread that decodes or gathers batches pays off when a core is free for
 // it. When the executor's threads take every core it can only run by
-// preempting one of them, and the other places then wait for that one at the
-// next gradient merge (2 CPU places on 2 cores: 140 us of a 1.8 ms step); the
-// places then decode or gather their own slices instead, each the same share.
+// preempting one of them, and on several places the others then wait for
+// that one at the next gradient merge (2 CPU places on 2 cores: 140 us of a
+// 1.8 ms step); the places then decode or gather their own slices instead,
+// each the same share, all at once. One place keeps the thread: its read
+// would run alone, before everything else of the step.
 int DefaultDecodeThreads(const std::vector<Place>& places, int threads) {
   const bool all_cpu =
       std::all_of(places.begin(), places.end(), [](const Place& p) { return p.is_cpu(); });
-  return all_cpu && threads >= Runtime::HardwareThreads() ? 0 : 1;
+  return all_cpu && places.size() > 1 && threads >= Runtime::HardwareThreads() ? 0 : 1;
 }
 
 int Train(const TrainOptions& opt) {
@@ -782,8 +784,8 @@ Command AddTrainCommand(CLI::App& rill) {
   app->add_option("--decode-threads", opt->decode_threads,
                   "pipeline decode threads, or for preloaded input 1: a thread gathers\n"
                   "whole batches for the driver to feed; 0: each place decodes or gathers\n"
-                  "its own slice in a read op (default: 1 when the executor's threads\n"
-                  "leave a core free, else 0)")
+                  "its own slice in a read op (default: 0 on several CPU places whose\n"
+                  "executor threads take every core, else 1)")
       ->type_name("N")
       ->check(AtLeast(0));
   app->add_option("--prefetch", opt->prefetch,
