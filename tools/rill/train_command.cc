@@ -70,7 +70,7 @@ struct TrainOptions {
   std::string resume;
   bool json = false;
   std::string input;        // "": the pipeline, preloaded on device places
-  int decode_threads = -1;  // -1: 1 when the places leave a core free, else 0
+  int decode_threads = -1;  // -1: DefaultDecodeThreads
   int prefetch = 2;
   int input_nice = 5;
   std::string trace;
