@@ -53,8 +53,7 @@ void InputPipeline::StartEpoch(int epoch) {
   }
   next_decode_.store(0);
   next_deliver_ = 0;
-  next_inline_ = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(options_.places));
-  for (int p = 0; p < options_.places; ++p) next_inline_[p].store(0);
+  next_inline_.assign(static_cast<size_t>(options_.places), 0);
   stopping_ = false;
   for (int t = 0; t < options_.decode_threads; ++t) {
     decoders_.emplace_back([this] { DecodeLoop(); });
@@ -133,26 +132,23 @@ bool InputPipeline::DecodeInline(int place, PipelineBatch* out, bool* ended) {
   int64_t step = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    RILL_CHECK(next_inline_ != nullptr, kInvalidArgument, Describe(),
+    RILL_CHECK(!next_inline_.empty(), kInvalidArgument, Describe(),
                ": no epoch started (StartEpoch)");
     RILL_CHECK(place >= 0 && place < options_.places, kOutOfRange, Describe(), ": no place ",
                place);
-    step = next_inline_[place].load(std::memory_order_relaxed);
+    step = next_inline_[static_cast<size_t>(place)];
     *ended = stopping_ || step >= steps_;
     if (*ended) return false;
-    next_inline_[place].store(step + 1, std::memory_order_relaxed);
+    ++next_inline_[static_cast<size_t>(place)];
   }
   // The place's rows of the step, as SplitBatch cuts the whole batch: the same
   // examples in the same order as a decode thread would deliver.
   const int64_t begin = step * options_.batch;
   const int64_t end =
       std::min<int64_t>(begin + options_.batch, static_cast<int64_t>(order_.size()));
-  const std::vector<int64_t> rows = SplitRows(end - begin, options_.places);
-  int64_t first = begin;
-  for (int p = 0; p < place; ++p) first += rows[static_cast<size_t>(p)];
-  std::vector<int64_t> indices(order_.begin() + first,
-                               order_.begin() + first + rows[static_cast<size_t>(place)]);
-  out->fields = source_->Decode(indices);
+  const PlaceRows mine = RowsOfPlace(end - begin, options_.places, place);
+  const auto first = order_.begin() + begin + mine.begin;
+  out->fields = source_->Decode(std::vector<int64_t>(first, first + mine.count));
   out->step = step;
   out->decoded_here = true;
   if (place == 0) decoded_.fetch_add(1, std::memory_order_relaxed);

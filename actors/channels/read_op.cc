@@ -1,6 +1,7 @@
 // read: takes the next batch (this place's slice of it) from a batch reader,
-// usually an input pipeline. The actor executor first tries inline — the batch is usually
-// already waiting in the place's channel — and only when it is not does the
+// usually an input pipeline. The actor executor first tries inline, on the
+// place's stream — the batch is usually already waiting in the place's
+// channel, or the place decodes it itself — and only when it is not does the
 // op wait, on a fiber. The end of the epoch is the pipeline's channels
 // closing: read then fails with kOutOfRange "end of data".
 #include <chrono>
@@ -71,8 +72,7 @@ void ReadKernel(KernelContext& ctx) {
 RILL_REGISTER_OP(read, OpSchema("read")
                            .Doc("Out = the next batch of Reader (an input pipeline or another "
                                 "batch reader; this place's slice), one output per field; fails "
-                                "with \"end of data\" once "
-                                "the epoch is over.")
+                                "with \"end of data\" once the epoch is over.")
                            .Input("Reader", "a variable of kind READER", kNoGradient)
                            .Output("Out", "the batch's fields, in the pipeline's order",
                                    kDuplicable | kNoGradient)

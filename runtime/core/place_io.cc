@@ -12,6 +12,14 @@ std::vector<int64_t> SplitRows(int64_t rows, int places) {
   return split;
 }
 
+PlaceRows RowsOfPlace(int64_t rows, int places, int place) {
+  const std::vector<int64_t> split = SplitRows(rows, places);
+  PlaceRows out;
+  for (int p = 0; p < place; ++p) out.begin += split[static_cast<size_t>(p)];
+  out.count = split[static_cast<size_t>(place)];
+  return out;
+}
+
 std::vector<Tensor> SplitBatch(const Tensor& batch, const std::vector<int64_t>& rows) {
   std::vector<Tensor> slices;
   int64_t begin = 0;

@@ -15,6 +15,14 @@ namespace rill {
 // Rows each of `places` places gets of a batch of `rows`.
 std::vector<int64_t> SplitRows(int64_t rows, int places);
 
+// Place `place`'s slice of a batch of `rows` split by SplitRows: its first
+// row and how many rows it has.
+struct PlaceRows {
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+PlaceRows RowsOfPlace(int64_t rows, int places, int place);
+
 // The slices of `batch` along dim 0 with the given row counts (zero copy).
 std::vector<Tensor> SplitBatch(const Tensor& batch, const std::vector<int64_t>& rows);
 

@@ -42,11 +42,10 @@ bool PlaceGatheredBatches::TryNext(int place, PipelineBatch* out, bool* ended) {
     rows = ranges_[step];
   }
   // The place's part of the step's rows, where SplitBatch would cut the batch.
-  const std::vector<int64_t> parts =
-      SplitRows(static_cast<int64_t>(rows.second - rows.first), places_);
-  size_t first = rows.first;
-  for (int p = 0; p < place; ++p) first += static_cast<size_t>(parts[static_cast<size_t>(p)]);
-  const size_t last = first + static_cast<size_t>(parts[static_cast<size_t>(place)]);
+  const PlaceRows mine =
+      RowsOfPlace(static_cast<int64_t>(rows.second - rows.first), places_, place);
+  const size_t first = rows.first + static_cast<size_t>(mine.begin);
+  const size_t last = first + static_cast<size_t>(mine.count);
   Tensor images, labels;
   GatherRows(set_, order_, first, last, &images, &labels);
   out->fields = {std::move(images), std::move(labels)};

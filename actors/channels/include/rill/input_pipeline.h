@@ -120,6 +120,8 @@ class InputPipeline : public BatchReader {
 
  private:
   void DecodeLoop();
+  // Without decode threads: decodes `place`'s slice of its next step here.
+  bool DecodeInline(int place, PipelineBatch* out, bool* ended);
 
   std::shared_ptr<const BatchSource> source_;
   Options options_;
@@ -127,10 +129,8 @@ class InputPipeline : public BatchReader {
   std::vector<std::shared_ptr<Channel<PipelineBatch>>> channels_;
   std::vector<int64_t> order_;
   int64_t steps_ = 0;
-  // Without decode threads: the step each place takes next. A place's entry
-  // is used only by the thread reading for that place (one read at a time).
-  std::unique_ptr<std::atomic<int64_t>[]> next_inline_;
-  bool DecodeInline(int place, PipelineBatch* out, bool* ended);
+  // Guarded by mutex_: without decode threads, the step each place takes next.
+  std::vector<int64_t> next_inline_;
   std::atomic<int64_t> next_decode_{0};  // the batch the next free decoder takes
   int64_t next_deliver_ = 0;             // guarded by mutex_: the batch delivered next
   std::condition_variable turn_;         // a decoder's batch may be delivered
