@@ -4,9 +4,10 @@
 # one place and on two, alternated (1, 2, 2', 1, 2, 2', ...) PAIRS times,
 # OpenBLAS at one thread per place (--blas-threads 1); 2' is two places with a
 # thread decoding or gathering their batches (--decode-threads 1) instead of
-# each place its own slice (the default when the places take every core). Each run trains two epochs of at
-# most STEPS steps; the figure is the second epoch (the first also pays for
-# first touches of the data and the buffers, reported beside it). Prints per
+# each place its own slice (the default when the places take every core).
+# Each run trains two epochs of at most STEPS steps; the figure is the second
+# epoch (the first also pays for first touches of the data and the buffers,
+# reported beside it). Prints per
 # configuration the median samples/s with its spread (min-max), the cores the
 # process kept busy (getrusage user + system over wall, decode and gather
 # threads included: "cpu:1" is not quietly using a second core), the median of
@@ -51,6 +52,10 @@ def train(model, batch, steps, places, source, extra=()):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
 
+def per_round(base, other):
+    """Each round's samples/s of `other` over `base`'s (second epochs)."""
+    return [b[-1]["samples_per_sec"] / a[-1]["samples_per_sec"] for a, b in zip(base, other)]
+
 def spread(values):
     return f"{statistics.median(values):>9.0f} ({min(values):.0f}-{max(values):.0f})"
 
@@ -76,15 +81,13 @@ for model, batch, steps in models:
             medians[(model, source, name)] = statistics.median(last)
             tail = ""
             if name != "cpu":
-                ratios = [b[-1]["samples_per_sec"] / a[-1]["samples_per_sec"]
-                          for a, b in zip(runs["cpu"], runs[name])]
+                ratios = per_round(runs["cpu"], runs[name])
                 tail = (f"   median {statistics.median(ratios):.2f}x "
                         f"({min(ratios):.2f}-{max(ratios):.2f}"
                         f"{'; target >= 1.75x' if name == 'cpu:2' else ''})")
             print(f"{model:<5} {source:<10} {name:<9} {spread(last):>26} "
                   f"{statistics.median(first):>9.0f} {cores:>6.2f}{tail}", flush=True)
-        gains = [b[-1]["samples_per_sec"] / a[-1]["samples_per_sec"]
-                 for a, b in zip(runs["cpu:2 thr"], runs["cpu:2"])]
+        gains = per_round(runs["cpu:2 thr"], runs["cpu:2"])
         print(f"{model} {source}: places reading their own slices / a thread for them, per pair: "
               f"median {statistics.median(gains):.2f}x ({min(gains):.2f}-{max(gains):.2f})")
     for name, _, _ in configs:
