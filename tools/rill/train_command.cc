@@ -302,11 +302,12 @@ int Train(const TrainOptions& opt) {
       opt.blas_threads > 0 ? opt.blas_threads : std::max(1, Runtime::HardwareThreads() / threads);
   SetBlasThreads(blas);
   const bool pipelined = opt.input == "pipeline";
-  // The pipeline's decode threads; for preloaded input, whether a thread
-  // gathers whole batches for the driver to feed (>= 1) or each place its own
+  // The pipeline's decode threads; for preloaded input, whether one thread
+  // gathers whole batches for the driver to feed (1) or each place its own
   // slice in a read op (0).
-  const int input_threads =
+  const int decode_threads =
       opt.decode_threads >= 0 ? opt.decode_threads : DefaultDecodeThreads(places, threads);
+  const int input_threads = pipelined ? decode_threads : std::min(decode_threads, 1);
   const bool places_gather = !pipelined && input_threads == 0;
   const bool reads = pipelined || places_gather;  // a read op in the program takes the batches
   // Preloaded: the whole training set decoded in memory, batches gathered from it.
@@ -467,11 +468,11 @@ int Train(const TrainOptions& opt) {
       preloaded->StartEpoch(std::move(order), std::move(ranges));
     }
   };
-  if (places_gather) {
-    start_preloaded_epoch(1, 0);
-  } else if (!pipelined) {
-    preloaded = std::make_unique<PreloadedBatches>(
-        train, PreloadedBatches::Options{opt.prefetch, opt.input_nice});
+  if (!pipelined) {
+    if (!gathered) {
+      preloaded = std::make_unique<PreloadedBatches>(
+          train, PreloadedBatches::Options{opt.prefetch, opt.input_nice});
+    }
     start_preloaded_epoch(1, 0);
   }
   int64_t global_step = 0;
