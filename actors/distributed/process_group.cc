@@ -8,14 +8,16 @@
 #include <cstring>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "actors/distributed/collective_sequence.h"
 #include "actors/distributed/gloo_interrupt.h"
 #include "actors/distributed/rendezvous_store.h"
+#include "actors/distributed/sync_allreduce.h"
 #include "gloo/allgather.h"
-#include "gloo/allreduce.h"
 #include "gloo/broadcast.h"
 #include "gloo/math.h"
 #include "gloo/rendezvous/context.h"
@@ -44,6 +46,32 @@ int EnvInt(const char* name) {
              kInvalidArgument, "the environment variable ", name, "=\"", text, "\" is not a count");
   return static_cast<int>(value);
 }
+
+// Gloo's keys under `prefix`, for a second full mesh of pairs over the same
+// store. Not Gloo's PrefixStore: its wait without a timeout waits 30 s, not ours.
+class PrefixedStore : public gloo::rendezvous::Store {
+ public:
+  PrefixedStore(gloo::rendezvous::Store& store, std::string prefix)
+      : store_(store), prefix_(std::move(prefix)) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    store_.set(prefix_ + key, data);
+  }
+  std::vector<char> get(const std::string& key) override { return store_.get(prefix_ + key); }
+  void wait(const std::vector<std::string>& keys) override { store_.wait(Prefixed(keys)); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    store_.wait(Prefixed(keys), timeout);
+  }
+
+ private:
+  std::vector<std::string> Prefixed(const std::vector<std::string>& keys) const {
+    std::vector<std::string> prefixed;
+    for (const std::string& key : keys) prefixed.push_back(prefix_ + key);
+    return prefixed;
+  }
+  gloo::rendezvous::Store& store_;
+  const std::string prefix_;
+};
 
 std::string ArrivedKey(int rank) { return StrCat("rill/arrived/", rank); }
 std::string DoneKey(int rank) { return StrCat("rill/done/", rank); }
@@ -114,6 +142,9 @@ class ProcessGroup::Impl {
     }
     broken_ = true;
     broken_why_ = "this rank has finished with the group";
+    float_sum_.reset();
+    double_sum_.reset();
+    sync_context_.reset();
     context_.reset();
     device_.reset();
     lock.unlock();
@@ -126,15 +157,12 @@ class ProcessGroup::Impl {
   template <typename T>
   void AllreduceSum(T* data, size_t count) {
     if (options_.world_size == 1 || count == 0) return;
-    Run(StrCat("the allreduce of ", count, " values"), [&](uint32_t tag) {
-      gloo::AllreduceOptions opts(context_);
-      opts.setOutput(data, count);
-      opts.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-      opts.setReduceFunction(
-          static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<T>));
-      opts.setTag(tag);
-      opts.setTimeout(options_.timeout);
-      gloo::allreduce(opts);
+    Run(StrCat("the allreduce of ", count, " values"), [&](uint32_t /*tag*/) {
+      if constexpr (std::is_same_v<T, float>) {
+        float_sum_->Run(data, count);
+      } else {
+        double_sum_->Run(data, count);
+      }
     });
   }
 
@@ -211,6 +239,7 @@ class ProcessGroup::Impl {
       // PrefixStore: its wait without a timeout waits 30 s, not ours.
       context->connectFullMesh(*store_, device_);
       context_ = std::move(context);
+      ConnectSyncPairs();
     } catch (const Error& error) {
       Fail(error.code(), "rank ", options_.rank, ": connecting the ranks' Gloo pairs (bound to ",
            options_.bind_host, ") failed: ", error.message());
@@ -219,6 +248,22 @@ class ProcessGroup::Impl {
            ": connecting the ranks' Gloo pairs (bound to ", options_.bind_host,
            ") failed: ", error.what(), Lost());
     }
+  }
+
+  // The dense sums' own pairs, in Gloo's sync mode (sync_allreduce.h says
+  // why), and their allreduces, built in the same order on every rank.
+  void ConnectSyncPairs() {
+    if (options_.world_size == 1) return;
+    PrefixedStore store(*store_, "rill/sync/");
+    auto context = std::make_shared<gloo::rendezvous::Context>(options_.rank, options_.world_size);
+    context->setTimeout(options_.timeout);
+    context->connectFullMesh(store, device_);
+    for (int r = 0; r < options_.world_size; ++r) {
+      if (r != options_.rank) context->getPair(r)->setSync(true, /*busyPoll=*/false);
+    }
+    float_sum_ = std::make_unique<SyncAllreduce<float>>(context);
+    double_sum_ = std::make_unique<SyncAllreduce<double>>(context);
+    sync_context_ = std::move(context);
   }
 
   // Runs one collective with the next tag; a failure breaks the group and
@@ -261,6 +306,7 @@ class ProcessGroup::Impl {
       news_ = lost;
     }
     InterruptGlooPairs(*context_, lost);
+    if (sync_context_ != nullptr) InterruptGlooPairs(*sync_context_, lost);
   }
 
   // What rank 0 knows of ranks that left (given a moment to hear of a rank
@@ -274,7 +320,10 @@ class ProcessGroup::Impl {
   const ProcessGroupOptions options_;
   std::unique_ptr<RendezvousStore> store_;
   std::shared_ptr<gloo::transport::Device> device_;
-  std::shared_ptr<gloo::Context> context_;
+  std::shared_ptr<gloo::Context> context_;       // broadcasts and gathers
+  std::shared_ptr<gloo::Context> sync_context_;  // dense sums (world size > 1)
+  std::unique_ptr<SyncAllreduce<float>> float_sum_;
+  std::unique_ptr<SyncAllreduce<double>> double_sum_;
   std::mutex mutex_;
   uint32_t tag_ = 0;
   bool broken_ = false;

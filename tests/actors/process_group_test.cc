@@ -102,10 +102,11 @@ TEST(RendezvousStoreTest, GetWaitsForALaterSetAndAMissingKeyIsNamedAtTheDeadline
   EXPECT_LT(Clock::now() - start, 5s);
 }
 
-template <typename T>
+// kCount: several pieces of the sync allreduce and a remainder in a smaller
+// stage (sync_allreduce.h), not a multiple of the ranks.
+template <typename T, size_t kCount = 100003>
 void AllreduceMatchesTheSumOnEveryRank(int world) {
   const std::string master = FreeMaster();
-  constexpr size_t kCount = 100003;  // several ring segments, not a multiple of the ranks
   auto input = [](int rank, size_t i) {
     return static_cast<T>(std::sin(0.001 * static_cast<double>(i) + rank) * (rank + 1));
   };
@@ -140,6 +141,10 @@ TEST(ProcessGroupTest, AllreduceOfDoublesWithThreeRanks) {
 }
 TEST(ProcessGroupTest, AllreduceOfFloatsWithThreeRanks) {
   AllreduceMatchesTheSumOnEveryRank<float>(3);
+}
+// Four ranks (two halving steps) and 32 pieces.
+TEST(ProcessGroupTest, AllreduceOfEightMebibytesWithFourRanks) {
+  AllreduceMatchesTheSumOnEveryRank<float, (8 << 20) / sizeof(float) + 5>(4);
 }
 
 TEST(ProcessGroupTest, BroadcastGivesEveryRankRankZerosBytes) {
