@@ -2,7 +2,7 @@
 // parallelism (AddProcessAllreduce in runtime/graph/data_parallel.h inserts
 // it after the last backward write of each bucket of gradients). It runs as
 // an op actor: the bucket's dense gradients are packed into one buffer per
-// dtype, summed over the ranks by the process group (Gloo's ring allreduce),
+// dtype, summed over the ranks by the process group (Gloo's halving-doubling),
 // divided by the world size and written back, on the CollectiveSequence's
 // thread and in the bucket's global order, so that no executor thread waits
 // on the network. With compression the float32 values cross as int8 or int4

@@ -2,7 +2,9 @@
 // each a rank in [0, world_size). Rank 0 holds the rendezvous store (a
 // key/value table on Rill's transport: every connection proves the job's
 // token first); the ranks meet there, then Gloo connects every pair over TCP
-// and runs the collectives (ring allreduce, broadcast) on CPU buffers.
+// and runs the collectives on CPU buffers (allreduce: halving-doubling over
+// pairs in Gloo's sync mode, actors/distributed/sync_allreduce.h; broadcast,
+// allgather: Gloo's own over a second set of pairs).
 //
 //   auto group = ProcessGroup::FromEnvironment();  // RILL_RANK, RILL_WORLD_SIZE, ...
 //   group->Broadcast(params, n);                    // rank 0's values everywhere
