@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,20 +62,14 @@ size_t TotalValues(const std::vector<Tensor*>& tensors) {
   return total;
 }
 
-// Sums `tensors` (all of type T) over the ranks and divides by the world size.
+// `tensors` (all of type T) = their mean over the ranks.
 template <typename T>
 void MeanOverRanks(ProcessGroup& group, const std::vector<Tensor*>& tensors) {
-  const size_t total = TotalValues(tensors);
-  const T scale = T(1) / static_cast<T>(group.world_size());
-  if (tensors.size() == 1) {
-    T* data = tensors[0]->mutable_data<T>();
-    group.AllreduceSum(data, total);
-    for (size_t i = 0; i < total; ++i) data[i] *= scale;
-    return;
+  std::vector<std::span<T>> parts;
+  for (Tensor* t : tensors) {
+    parts.emplace_back(t->mutable_data<T>(), static_cast<size_t>(t->numel()));
   }
-  std::vector<T> packed = Pack<T>(tensors, total);
-  group.AllreduceSum(packed.data(), total);
-  UnpackScaled(packed.data(), scale, tensors);
+  group.AllreduceMean(std::span<const std::span<T>>(parts));
 }
 
 // The mean over the ranks of float32 `tensors`, sent as codes: each rank

@@ -154,14 +154,23 @@ class ProcessGroup::Impl {
   const ProcessGroupOptions& options() const { return options_; }
   uint16_t master_port() const { return store_->port(); }
 
+  // The values of `parts` = their sum over the ranks times `scale`.
   template <typename T>
-  void AllreduceSum(T* data, size_t count) {
-    if (options_.world_size == 1 || count == 0) return;
+  void AllreduceSum(std::span<const std::span<T>> parts, T scale) {
+    size_t count = 0;
+    for (const std::span<T>& part : parts) count += part.size();
+    if (count == 0) return;
+    if (options_.world_size == 1) {
+      for (const std::span<T>& part : parts) {
+        for (T& value : part) value *= scale;
+      }
+      return;
+    }
     Run(StrCat("the allreduce of ", count, " values"), [&](uint32_t /*tag*/) {
       if constexpr (std::is_same_v<T, float>) {
-        float_sum_->Run(data, count);
+        float_sum_->Run(parts, scale);
       } else {
-        double_sum_->Run(data, count);
+        double_sum_->Run(parts, scale);
       }
     });
   }
@@ -370,8 +379,20 @@ std::string ProcessGroup::Describe() const {
 
 void ProcessGroup::Finish() { impl_->Finish(); }
 
-void ProcessGroup::AllreduceSum(float* data, size_t count) { impl_->AllreduceSum(data, count); }
-void ProcessGroup::AllreduceSum(double* data, size_t count) { impl_->AllreduceSum(data, count); }
+void ProcessGroup::AllreduceSum(float* data, size_t count) {
+  const std::span<float> all(data, count);
+  impl_->AllreduceSum<float>({&all, 1}, 1.0f);
+}
+void ProcessGroup::AllreduceSum(double* data, size_t count) {
+  const std::span<double> all(data, count);
+  impl_->AllreduceSum<double>({&all, 1}, 1.0);
+}
+void ProcessGroup::AllreduceMean(std::span<const std::span<float>> parts) {
+  impl_->AllreduceSum(parts, 1.0f / static_cast<float>(world_size()));
+}
+void ProcessGroup::AllreduceMean(std::span<const std::span<double>> parts) {
+  impl_->AllreduceSum(parts, 1.0 / static_cast<double>(world_size()));
+}
 void ProcessGroup::Broadcast(void* data, size_t bytes, int root) {
   impl_->Broadcast(data, bytes, root);
 }

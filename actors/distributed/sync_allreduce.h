@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace gloo {
@@ -51,9 +52,10 @@ class SyncAllreduce {
   explicit SyncAllreduce(const std::shared_ptr<gloo::Context>& context);
   ~SyncAllreduce();
 
-  // data[0..count) = the sum over the ranks. Throws what Gloo throws
-  // (gloo::IoException on a lost peer or a timeout).
-  void Run(T* data, size_t count);
+  // The values of `parts`, one after the other, = their sum over the ranks
+  // times `scale` (the stages gather and scatter them: no packed copy).
+  // Throws what Gloo throws (gloo::IoException on a lost peer or a timeout).
+  void Run(std::span<const std::span<T>> parts, T scale);
 
  private:
   class Stage;

@@ -147,6 +147,48 @@ TEST(ProcessGroupTest, AllreduceOfEightMebibytesWithFourRanks) {
   AllreduceMatchesTheSumOnEveryRank<float, (8 << 20) / sizeof(float) + 5>(4);
 }
 
+// A mean over parts (a bucket's gradients, one of them empty, pieces that
+// straddle parts) gives the bits of the sum of the same values packed into
+// one buffer, times 1 / world size.
+TEST(ProcessGroupTest, AMeanOverPartsIsTheSumOfThePackedValuesScaled) {
+  const std::string master = FreeMaster();
+  const std::vector<size_t> sizes = {70001, 0, 3, 65536, 200};
+  size_t total = 0;
+  for (size_t n : sizes) total += n;
+  auto input = [](int rank, size_t i) {
+    return std::cos(0.01 * static_cast<double>(i) * (rank + 1));
+  };
+  std::vector<std::vector<double>> packed(3), joined(3);
+  const auto errors = OnRanks(3, [&](int rank) {
+    ProcessGroup group(Options(rank, 3, master));
+    std::vector<double>& all = packed[static_cast<size_t>(rank)];
+    for (size_t i = 0; i < total; ++i) all.push_back(input(rank, i));
+    std::vector<std::vector<double>> values;
+    std::vector<std::span<double>> parts;
+    size_t at = 0;
+    for (size_t n : sizes) {
+      values.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(at),
+                          all.begin() + static_cast<std::ptrdiff_t>(at + n));
+      at += n;
+    }
+    for (auto& v : values) parts.emplace_back(v);
+    group.AllreduceSum(all.data(), all.size());
+    group.AllreduceMean(std::span<const std::span<double>>(parts));
+    for (auto& v : values) {
+      joined[static_cast<size_t>(rank)].insert(joined[static_cast<size_t>(rank)].end(), v.begin(),
+                                               v.end());
+    }
+  });
+  for (int r = 0; r < 3; ++r) ASSERT_EQ(errors[r], "") << "rank " << r;
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_EQ(joined[static_cast<size_t>(r)].size(), total);
+    for (size_t i = 0; i < total; ++i) {
+      ASSERT_EQ(joined[static_cast<size_t>(r)][i], packed[static_cast<size_t>(r)][i] * (1.0 / 3))
+          << "rank " << r << ", value " << i;
+    }
+  }
+}
+
 TEST(ProcessGroupTest, BroadcastGivesEveryRankRankZerosBytes) {
   const std::string master = FreeMaster();
   std::vector<std::vector<double>> seen(3);

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "rill/build_strategy.h"
@@ -90,6 +91,11 @@ class ProcessGroup : public VarObject {
   // Sums `count` values over the ranks, in place; every rank gets the same bits.
   void AllreduceSum(float* data, size_t count);
   void AllreduceSum(double* data, size_t count);
+  // The values of `parts`, taken one after the other, = their mean over the
+  // ranks (the sum times 1 / world_size), in place: the gradients of a bucket
+  // without packing them into one buffer first. Every rank gets the same bits.
+  void AllreduceMean(std::span<const std::span<float>> parts);
+  void AllreduceMean(std::span<const std::span<double>> parts);
   // Rank `root`'s `bytes` bytes at `data` on every rank.
   void Broadcast(void* data, size_t bytes, int root = 0);
   // Every rank's `bytes` bytes at `in`, in rank order, at `out` (world_size *
