@@ -1,9 +1,9 @@
 // process_allreduce: the cross-process gradient merge of collective data
 // parallelism (AddProcessAllreduce in runtime/graph/data_parallel.h inserts
 // it after the last backward write of each bucket of gradients). It runs as
-// an op actor: the bucket's dense gradients are packed into one buffer per
-// dtype, summed over the ranks by the process group (Gloo's halving-doubling),
-// divided by the world size and written back, on the CollectiveSequence's
+// an op actor: the bucket's dense gradients of each dtype are averaged over
+// the ranks by the process group (ProcessGroup::AllreduceMean: gathered piece
+// by piece into its staging buffers, no packed copy), on the CollectiveSequence's
 // thread and in the bucket's global order, so that no executor thread waits
 // on the network. With compression the float32 values cross as int8 or int4
 // codes (an allgather of every rank's codes, summed in rank order). A sparse
