@@ -18,8 +18,9 @@ case "$fuzzer" in
   *) echo "run_fuzzer.sh: unknown fuzzer '$fuzzer' (program_fuzzer, npy_fuzzer, wire_fuzzer or frame_fuzzer)" >&2; exit 2 ;;
 esac
 
-options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_BUILD_FUZZERS=ON -DRILL_BUILD_TESTS=OFF
-  -DRILL_CUDA=OFF)
+# -O1 with line tables, as the sanitizer builds in .ci/run: half the compile time of -O2 -g.
+options=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only -DNDEBUG"
+  -DRILL_BUILD_FUZZERS=ON -DRILL_BUILD_TESTS=OFF -DRILL_CUDA=OFF)
 if [[ ! -f "$build_dir/CMakeCache.txt" ]]; then
   generator=()
   if command -v ninja >/dev/null; then generator=(-G Ninja); fi
