@@ -239,7 +239,7 @@ void SameShapesAsInputs(ShapeContext& ctx) {
   }
 }
 
-const bool registered = [] {
+const bool process_allreduce_actor_registered = [] {
   RegisterOpActor("process_allreduce", [] { return std::make_unique<ProcessAllreduceActor>(); });
   return true;
 }();

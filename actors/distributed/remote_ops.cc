@@ -99,7 +99,7 @@ class RecvActor : public OpActor {
   }
 };
 
-const bool registered = [] {
+const bool send_recv_actors_registered = [] {
   RegisterOpActor("send", [] { return std::make_unique<SendActor>(); });
   RegisterOpActor("recv", [] { return std::make_unique<RecvActor>(); });
   return true;

@@ -12,7 +12,7 @@
 namespace rill {
 namespace {
 
-void SparseMulKernel(KernelContext& ctx) {
+void SparseElementwiseMulKernel(KernelContext& ctx) {
   const SelectedRows& x = ctx.InputRows("X");
   const Tensor& y_t = ctx.Input("Y");
   RILL_CHECK(x.initialized(), kInvalidArgument, "input X (", ctx.InputName("X"),
@@ -39,16 +39,16 @@ void SparseMulKernel(KernelContext& ctx) {
   out->value = std::move(scaled);
 }
 
-void MulKernel(KernelContext& ctx) {
+void ElementwiseMulKernel(KernelContext& ctx) {
   if (ctx.InputIsSelectedRows("X")) {
-    SparseMulKernel(ctx);
+    SparseElementwiseMulKernel(ctx);
     return;
   }
   ElementwiseForward(ctx, [](auto x, auto y) { return x * y; });
 }
 
 // dX = dOut * Y, dY = sum of dOut * X over the broadcast dims.
-void MulGradKernel(KernelContext& ctx) {
+void ElementwiseMulGradKernel(KernelContext& ctx) {
   ElementwiseBackward(
       ctx, [](auto, auto y, auto dout) { return dout * y; },
       [](auto x, auto, auto dout) { return dout * x; });
@@ -56,8 +56,9 @@ void MulGradKernel(KernelContext& ctx) {
 
 }  // namespace
 
-RILL_REGISTER_OP(elementwise_mul, ElementwiseSchema("elementwise_mul", "Out = X * Y", MulKernel));
+RILL_REGISTER_OP(elementwise_mul,
+                 ElementwiseSchema("elementwise_mul", "Out = X * Y", ElementwiseMulKernel));
 RILL_REGISTER_OP(elementwise_mul_grad,
-                 ElementwiseGradSchema("elementwise_mul", "Out = X * Y", MulGradKernel));
+                 ElementwiseGradSchema("elementwise_mul", "Out = X * Y", ElementwiseMulGradKernel));
 
 }  // namespace rill

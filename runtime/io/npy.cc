@@ -16,8 +16,8 @@
 namespace rill {
 namespace {
 
-constexpr char kMagic[] = "\x93NUMPY";
-constexpr size_t kMagicSize = 6;
+constexpr char kNpyMagic[] = "\x93NUMPY";
+constexpr size_t kNpyMagicSize = 6;
 constexpr size_t kHeaderAlignment = 64;
 
 std::string Where(const std::string& source) { return source.empty() ? "npy data" : source; }
@@ -197,21 +197,22 @@ const char* Descr(DataType type) {
 
 Tensor ParseNpy(const std::string& bytes, const std::string& source) {
   const std::string where = Where(source);
-  if (bytes.size() < kMagicSize + 2 || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0) {
+  if (bytes.size() < kNpyMagicSize + 2 ||
+      bytes.compare(0, kNpyMagicSize, kNpyMagic, kNpyMagicSize) != 0) {
     Fail(ErrorCode::kParse, where, ": not a .npy file (no \\x93NUMPY magic string)");
   }
-  const int major = static_cast<unsigned char>(bytes[kMagicSize]);
-  const int minor = static_cast<unsigned char>(bytes[kMagicSize + 1]);
+  const int major = static_cast<unsigned char>(bytes[kNpyMagicSize]);
+  const int minor = static_cast<unsigned char>(bytes[kNpyMagicSize + 1]);
   if ((major != 1 && major != 2 && major != 3) || minor != 0) {
     Fail(ErrorCode::kParse, where, ": unsupported .npy format version ", major, ".", minor,
          " (expected 1.0, 2.0 or 3.0)");
   }
   const size_t length_width = major == 1 ? 2 : 4;
-  const size_t header_start = kMagicSize + 2 + length_width;
+  const size_t header_start = kNpyMagicSize + 2 + length_width;
   if (bytes.size() < header_start) {
     Fail(ErrorCode::kParse, where, ": truncated .npy header (", bytes.size(), " bytes)");
   }
-  const size_t header_length = ReadLittle(bytes, kMagicSize + 2, length_width);
+  const size_t header_length = ReadLittle(bytes, kNpyMagicSize + 2, length_width);
   if (header_length > bytes.size() - header_start) {
     Fail(ErrorCode::kParse, where, ": truncated .npy header: it says ", header_length,
          " bytes but the file has ", bytes.size() - header_start, " after the preamble");
@@ -281,12 +282,12 @@ std::string SerializeNpy(const Tensor& tensor) {
     const size_t unpadded = preamble + header.size() + 1;
     return header.size() + 1 + (kHeaderAlignment - unpadded % kHeaderAlignment) % kHeaderAlignment;
   };
-  const bool v2 = padded(kMagicSize + 4) > 0xffff;
-  const size_t padded_size = padded(kMagicSize + (v2 ? 6 : 4));
+  const bool v2 = padded(kNpyMagicSize + 4) > 0xffff;
+  const size_t padded_size = padded(kNpyMagicSize + (v2 ? 6 : 4));
   header.append(padded_size - header.size() - 1, ' ');
   header += '\n';
 
-  std::string out(kMagic, kMagicSize);
+  std::string out(kNpyMagic, kNpyMagicSize);
   out += static_cast<char>(v2 ? 2 : 1);
   out += '\0';
   const uint32_t length = static_cast<uint32_t>(header.size());

@@ -19,7 +19,9 @@
 #include "tests/testing/training.h"
 
 namespace rill {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace framed_wire_test {
 
 using proto::WireMessage;
 using testing::ExpectSameTensor;
@@ -195,5 +197,5 @@ TEST(FramedWireTest, TheDecodersLimitsAreTheTransportsWireLimits) {
   EXPECT_EQ(set.frame_limits().max_meta_bytes, uint64_t{1} << 12);
 }
 
-}  // namespace
+}  // namespace framed_wire_test
 }  // namespace rill

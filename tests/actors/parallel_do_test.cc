@@ -12,7 +12,9 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace parallel_do_test {
 
 using testing::RandomTensor;
 constexpr DataType kF64 = DataType::kFloat64;
@@ -98,5 +100,5 @@ TEST(ParallelDoTest, TheReferenceExecutorSaysItCannotRunIt) {
   }
 }
 
-}  // namespace
+}  // namespace parallel_do_test
 }  // namespace rill

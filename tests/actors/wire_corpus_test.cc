@@ -17,7 +17,9 @@
 #include "actors/distributed/wire.h"
 
 namespace rill {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace wire_corpus_test {
 
 using proto::WireMessage;
 
@@ -92,5 +94,5 @@ TEST(WireCorpusTest, EverySeedDecodesToWhatTheBuildersMake) {
   }
 }
 
-}  // namespace
+}  // namespace wire_corpus_test
 }  // namespace rill

@@ -18,7 +18,9 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace builder_attention_test {
 
 using testing::RandomTensor;
 constexpr DataType kF64 = DataType::kFloat64;
@@ -160,5 +162,5 @@ TEST(BuilderAttentionTest, LayerNormOverTheLastAxisNormalisesEachToken) {
   }
 }
 
-}  // namespace
+}  // namespace builder_attention_test
 }  // namespace rill

@@ -18,7 +18,9 @@
 #include "rill/op_desc.h"
 
 namespace rill {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace builder_rnn_test {
 
 constexpr int64_t kBatch = 3, kSteps = 4, kInput = 5;
 constexpr int kHidden = 6;
@@ -218,5 +220,5 @@ TEST(BuilderRnnTest, InputNeedsKnownStepsAndFeatures) {
   EXPECT_EQ(r.last_hidden.shape, (Shape{-1, 16}));
 }
 
-}  // namespace
+}  // namespace builder_rnn_test
 }  // namespace rill

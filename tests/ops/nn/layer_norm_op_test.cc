@@ -11,7 +11,9 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace layer_norm_op_test {
 
 struct Expected {
   std::vector<double> y, mean, var;
@@ -170,5 +172,5 @@ TEST(LayerNormOpTest, RejectsBadAxisAndShapesNamingTheOp) {
                          Axis(1)}));
 }
 
-}  // namespace
+}  // namespace layer_norm_op_test
 }  // namespace rill::testing

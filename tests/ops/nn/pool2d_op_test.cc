@@ -12,7 +12,9 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace pool2d_op_test {
 
 struct PoolCase {
   std::string name;
@@ -331,5 +333,5 @@ TEST(Pool2dOpTest, RejectsBadShapesAndAttributes) {
                Error);
 }
 
-}  // namespace
+}  // namespace pool2d_op_test
 }  // namespace rill::testing

@@ -9,7 +9,9 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace softmax_with_cross_entropy_op_test {
 
 std::string ErrorOf(const std::function<void()>& f) {
   try {
@@ -166,5 +168,5 @@ TEST(SoftmaxWithCrossEntropyOpTest, BadShapesThrow) {
                Error);
 }
 
-}  // namespace
+}  // namespace softmax_with_cross_entropy_op_test
 }  // namespace rill::testing

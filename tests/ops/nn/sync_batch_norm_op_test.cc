@@ -14,7 +14,9 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace sync_batch_norm_op_test {
 
 using Slots = std::vector<std::pair<std::string, std::vector<Tensor>>>;
 
@@ -71,5 +73,5 @@ TEST(SyncBatchNormOpTest, AForwardOpWithoutItsGradStatsVariableHasNoGradient) {
   EXPECT_EQ(InputVars(grads[1], "X"), (std::vector<std::string>{"v_grad_stats"}));
 }
 
-}  // namespace
+}  // namespace sync_batch_norm_op_test
 }  // namespace rill::testing

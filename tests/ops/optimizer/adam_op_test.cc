@@ -15,7 +15,9 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace adam_op_test {
 
 struct VarSpec {
   std::string name;
@@ -305,5 +307,5 @@ TEST(AdamOpTest, RejectsMismatchedInputs) {
                Error);
 }
 
-}  // namespace
+}  // namespace adam_op_test
 }  // namespace rill::testing

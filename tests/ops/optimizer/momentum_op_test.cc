@@ -12,7 +12,9 @@
 #include "tests/testing/gradient_check.h"
 
 namespace rill::testing {
-namespace {
+// Named after the file, not anonymous: the sanitizer builds compile test files
+// together (unity builds), where helpers of the same name would collide.
+namespace momentum_op_test {
 
 struct VarSpec {
   std::string name;
@@ -204,5 +206,5 @@ TEST(MomentumOpTest, RejectsMismatchedInputs) {
                Error);
 }
 
-}  // namespace
+}  // namespace momentum_op_test
 }  // namespace rill::testing
