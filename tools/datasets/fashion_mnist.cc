@@ -82,8 +82,10 @@ namespace {
 
 // One image's pixels scaled to [0, 1], also built for AVX-512 and AVX2 and
 // picked at run time (a division is exact in every vector width: the same
-// bits; the baseline build is SSE2).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// bits; the baseline build is SSE2). Not under ThreadSanitizer: the clones'
+// resolver runs while the loader relocates, before TSan's runtime is set up, and
+// its instrumented entry crashed every program linked with this file.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
 void ScalePixels(const unsigned char* src, int64_t n, float* dst) {
