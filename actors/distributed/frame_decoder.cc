@@ -5,6 +5,7 @@
 #include <limits>
 #include <utility>
 
+#include "actors/distributed/wire.h"
 #include "rill/error.h"
 
 namespace rill {
@@ -16,6 +17,11 @@ constexpr size_t kFirstChunkBytes = 64 << 10;
 
 // The payload size the message's tensor describes, or throws naming `peer`.
 uint64_t DescribedPayloadBytes(const proto::WireMessage& message, const std::string& peer) {
+  if (message.kind() == proto::WireMessage::PUSH_BUNDLE) {
+    uint64_t total = 0;
+    BundleLayout(message, &total, StrCat("frame from ", peer, " (PUSH_BUNDLE)"));
+    return total;
+  }
   if (!message.has_tensor() || !message.tensor().data().empty()) return 0;
   const proto::TensorProto& tensor = message.tensor();
   RILL_CHECK(proto::DataType_IsValid(tensor.dtype()) && tensor.dtype() != proto::DT_INVALID,
@@ -113,10 +119,15 @@ void FrameDecoder::MetaDone() {
     Finish(std::move(frame_));
     return;
   }
+  // A bundle's bytes go into words of the decoder's own; a value's where its
+  // destination says.
+  bundle_ = frame_.message.kind() == proto::WireMessage::PUSH_BUNDLE;
   const proto::TensorProto& described_tensor = frame_.message.tensor();
-  const DataType dtype = FromProto(described_tensor.dtype());
-  const Shape shape(described_tensor.shape().begin(), described_tensor.shape().end());
-  payload_ = destination_ ? destination_(frame_.message) : Tensor();
+  const DataType dtype = bundle_ ? DataType::kInt64 : FromProto(described_tensor.dtype());
+  const Shape shape = bundle_
+                          ? Shape{static_cast<int64_t>(header_.payload_bytes / kBundleAlignment)}
+                          : Shape(described_tensor.shape().begin(), described_tensor.shape().end());
+  payload_ = destination_ && !bundle_ ? destination_(frame_.message) : Tensor();
   if (payload_.initialized()) {
     RILL_CHECK(payload_.dtype() == dtype && payload_.shape() == shape && payload_.place().is_cpu(),
                kInvalidArgument, "frame from ", peer_, " (", frame_.message.var(), "): carries ",
@@ -135,14 +146,15 @@ void FrameDecoder::MetaDone() {
 
 void FrameDecoder::GrowPayload() {
   const proto::TensorProto& described = frame_.message.tensor();
-  const DataType dtype = FromProto(described.dtype());
+  const DataType dtype = bundle_ ? DataType::kInt64 : FromProto(described.dtype());
   const size_t element = SizeOf(dtype);
   const size_t total = header_.payload_bytes;
   size_t want = std::max(kFirstChunkBytes, 2 * filled_) / element * element;
   Tensor next;
   if (want >= total) {
     want = total;
-    next = Tensor(dtype, Shape(described.shape().begin(), described.shape().end()));
+    next = bundle_ ? BundleCarrier(total)
+                   : Tensor(dtype, Shape(described.shape().begin(), described.shape().end()));
     payload_final_ = true;
   } else {
     next = Tensor(dtype, Shape{static_cast<int64_t>(want / element)});

@@ -18,7 +18,9 @@
 // The payload then goes into the tensor `destination` returns for the message
 // (the receiver's own buffer, of its own size) or, when it returns none, into a
 // tensor that grows as bytes arrive (memory at most about twice what arrived,
-// one extra copy of the bytes received before the last growth).
+// one extra copy of the bytes received before the last growth). A PUSH_BUNDLE's
+// parts (wire.h) must take exactly the header's payload bytes; their bytes
+// arrive in one tensor of 8-byte words of the decoder's own (BundleCarrier).
 //
 // Not thread-safe: one reader at a time. After Commit throws, the decoder is
 // spent (the connection is to be closed).
@@ -93,6 +95,7 @@ class FrameDecoder {
   size_t payload_capacity_ = 0;
   bool payload_final_ = false;  // payload_ has the message's shape (no more growth)
   bool payload_is_destination_ = false;
+  bool bundle_ = false;  // the frame in progress is a PUSH_BUNDLE
   std::deque<ReceivedFrame> frames_;
 };
 

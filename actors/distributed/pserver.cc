@@ -97,13 +97,17 @@ void MeanInto(const std::map<int, Variable>& parts, int trainers, Variable* out)
                "trainer ", id, " sent a gradient of another shape or kind (",
                part.tensor().Describe(), ", expected ", t0.Describe(), ")");
   }
-  // Summed into the first trainer's gradient, a received buffer no one else holds.
-  Tensor mean = t0.shares_buffer() ? t0.Clone() : t0;
+  // Summed into the first trainer's gradient when it is a received buffer no
+  // one else holds, else (a part of a bundle) into a new one, in the same order.
+  Tensor mean = t0.shares_buffer() ? Tensor(t0.dtype(), t0.shape()) : t0;
   float* m = mean.mutable_data<float>();
+  const float* sum = t0.data<float>();  // the sum so far
   for (auto it = std::next(parts.begin()); it != parts.end(); ++it) {
     const float* p = it->second.tensor().data<float>();
-    for (int64_t i = 0; i < mean.numel(); ++i) m[i] += p[i];
+    for (int64_t i = 0; i < mean.numel(); ++i) m[i] = sum[i] + p[i];
+    sum = m;
   }
+  if (sum != m) std::copy(sum, sum + mean.numel(), m);
   for (int64_t i = 0; i < mean.numel(); ++i) m[i] /= static_cast<float>(trainers);
   *out->mutable_tensor() = std::move(mean);
 }
@@ -308,35 +312,49 @@ void Apply(State& s, State::Served& block, int64_t step) {
   if (s.config.sync) SendStanding(s, block);
 }
 
-void HandlePush(State& s, int trainer, const proto::WireMessage& message, Tensor payload) {
-  auto it = s.by_grad.find(message.var());
-  RILL_CHECK(it != s.by_grad.end(), kNotFound, "trainer ", trainer, " pushed \"", message.var(),
+// `trainer`'s gradient `var` of `step`: kept until every trainer's came
+// (sync), then their mean applied; applied at once (async).
+void HandleGradient(State& s, int trainer, const std::string& var, int64_t step, Variable part) {
+  auto it = s.by_grad.find(var);
+  RILL_CHECK(it != s.by_grad.end(), kNotFound, "trainer ", trainer, " pushed \"", var,
              "\", which this server does not receive");
-  RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pushed \"", message.var(),
+  RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pushed \"", var,
              "\" before a RESUME said which step the job starts from");
   State::Served& block = s.served[it->second];
+  Variable* grad = s.scope.Var(block.grad);
+  if (!s.config.sync) {
+    *grad = std::move(part);
+    Apply(s, block, step);
+    return;
+  }
+  RILL_CHECK(step == block.version + 1, kInvalidArgument, "trainer ", trainer, " pushed \"", var,
+             "\" for step ", step, "; this server expects step ", block.version + 1);
+  RILL_CHECK(!block.parts.count(trainer), kInvalidArgument, "trainer ", trainer, " pushed \"", var,
+             "\" twice for step ", step);
+  block.parts[trainer] = std::move(part);
+  if (static_cast<int>(block.parts.size()) < s.config.trainers) return;
+  MeanInto(block.parts, s.config.trainers, grad);
+  block.parts.clear();
+  Apply(s, block, step);
+}
+
+void HandlePush(State& s, int trainer, const proto::WireMessage& message, Tensor payload) {
   Variable part;
   if (message.selected_rows()) {
     *part.mutable_selected_rows() = WireRows(message, std::move(payload));
   } else {
     *part.mutable_tensor() = WireTensor(message, std::move(payload));
   }
-  Variable* grad = s.scope.Var(block.grad);
-  if (!s.config.sync) {
-    *grad = std::move(part);
-    Apply(s, block, message.step());
-    return;
+  HandleGradient(s, trainer, message.var(), message.step(), std::move(part));
+}
+
+// A bundle's parts, each as its own PUSH (views into the one payload).
+void HandleBundle(State& s, int trainer, const proto::WireMessage& message, const Tensor& payload) {
+  for (BundlePart& bundled : WireBundle(message, payload)) {
+    Variable part;
+    *part.mutable_tensor() = std::move(bundled.value);
+    HandleGradient(s, trainer, bundled.var, message.step(), std::move(part));
   }
-  RILL_CHECK(message.step() == block.version + 1, kInvalidArgument, "trainer ", trainer,
-             " pushed \"", message.var(), "\" for step ", message.step(),
-             "; this server expects step ", block.version + 1);
-  RILL_CHECK(!block.parts.count(trainer), kInvalidArgument, "trainer ", trainer, " pushed \"",
-             message.var(), "\" twice for step ", message.step());
-  block.parts[trainer] = std::move(part);
-  if (static_cast<int>(block.parts.size()) < s.config.trainers) return;
-  MeanInto(block.parts, s.config.trainers, grad);
-  block.parts.clear();
-  Apply(s, block, message.step());
 }
 
 // The steps this server can start from, newest first, as a HELLO reply says
@@ -446,6 +464,7 @@ void Dispatch(State& s, const State::Link& from, int trainer, const proto::WireM
   switch (message.kind()) {
     case proto::WireMessage::HEARTBEAT: return;
     case proto::WireMessage::PUSH: HandlePush(s, trainer, message, std::move(payload)); return;
+    case proto::WireMessage::PUSH_BUNDLE: HandleBundle(s, trainer, message, payload); return;
     case proto::WireMessage::RESUME: HandleResume(s, trainer, from, message.step()); return;
     case proto::WireMessage::PULL: {
       auto it = s.by_param.find(message.var());

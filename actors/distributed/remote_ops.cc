@@ -1,6 +1,7 @@
 // The trainer's side of the wire: `send` and `recv` run as op actors
-// (op_actor.h) on the process's TrainerClient. A send pushes each of its
-// inputs to its server and is done once they are encoded; a recv pulls each
+// (op_actor.h) on the process's TrainerClient. A send pushes its inputs (a
+// bucket of gradients) to its server, in one frame where it can, and is done
+// once they are encoded; a recv pulls each
 // of its outputs for the current step and is done when all have arrived —
 // no thread waits meanwhile. Both report their time to the client (Counters:
 // time in Push, time waiting for parameters).
@@ -8,6 +9,9 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "actors/trace/trace_context.h"
 #include "rill/error.h"
@@ -31,12 +35,17 @@ class SendActor : public OpActor {
     auto client = TrainerClient::Find(*ctx.scope());
     const auto endpoint = ctx.Attr<std::string>("endpoint");
     const TraceContext trace = CurrentTrace();  // set while the executor traces this op
+    std::vector<std::pair<std::string, const Variable*>> values;
+    std::string names;
     for (int i = 0; i < ctx.InputCount("X"); ++i) {
-      const int64_t began = trace.recorder ? TraceRecorder::Now() : 0;
-      const int64_t push_began = NowNs();
-      const auto bytes = client->Push(endpoint, ctx.InputName("X", i), *ctx.InputVar("X", i));
-      client->CountPush(push_began, NowNs());
-      if (trace.recorder == nullptr) continue;
+      values.emplace_back(ctx.InputName("X", i), ctx.InputVar("X", i));
+      names += (i ? ", " : "") + ctx.InputName("X", i);
+    }
+    const int64_t began = trace.recorder ? TraceRecorder::Now() : 0;
+    const int64_t push_began = NowNs();
+    const auto bytes = client->PushAll(endpoint, values);
+    client->CountPush(push_began, NowNs());
+    if (trace.recorder != nullptr) {
       TraceEvent e;
       e.kind = TraceEventKind::kSend;
       e.begin_ns = began;
@@ -44,7 +53,7 @@ class SendActor : public OpActor {
       e.lane = trace.lane;
       e.graph = static_cast<uint16_t>(trace.graph);
       e.iteration = trace.iteration;
-      e.detail = trace.recorder->Intern(ctx.InputName("X", i));
+      e.detail = trace.recorder->Intern(names);
       e.bytes = bytes.sent;
       e.raw_bytes = bytes.raw;
       trace.recorder->Record(e);

@@ -317,6 +317,48 @@ TrainerClient::PushedBytes TrainerClient::Push(const std::string& endpoint, cons
   return bytes;
 }
 
+TrainerClient::PushedBytes TrainerClient::PushAll(
+    const std::string& endpoint,
+    const std::vector<std::pair<std::string, const Variable*>>& values) {
+  Link& link = LinkFor(endpoint);
+  if (auto failure = link.Failure()) std::rethrow_exception(failure);
+  PushedBytes total;
+  auto add = [&total](const PushedBytes& bytes) {
+    total.raw += bytes.raw;
+    total.sent += bytes.sent;
+  };
+  std::vector<size_t> as_is;  // the values that go into the bundle
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Variable& value = *values[i].second;
+    if (SentAsIs(value) && value.tensor().initialized() && value.tensor().numel() > 0) {
+      as_is.push_back(i);
+    } else {
+      add(Push(endpoint, values[i].first, value));
+    }
+  }
+  if (as_is.size() == 1) add(Push(endpoint, values[as_is[0]].first, *values[as_is[0]].second));
+  if (as_is.size() < 2) return total;
+  std::vector<BundlePart> bundle;
+  int64_t bytes = 0;
+  for (size_t i : as_is) {
+    // A copy: the caller may overwrite the value once this returns.
+    bundle.push_back({values[i].first, values[i].second->tensor().Clone()});
+    bytes += static_cast<int64_t>(bundle.back().value.bytes());
+  }
+  link.transport->Send(link.connection, EncodeBundleFrame(step(), options_.trainer_id, bundle));
+  pushed_raw_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  pushed_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  add({bytes, bytes});
+  return total;
+}
+
+bool TrainerClient::SentAsIs(const Variable& value) const {
+  if (value.holds_selected_rows()) return false;
+  const Tensor& values = value.tensor();
+  return options_.gradient_compression == GradientCompression::kNone || !values.initialized() ||
+         values.dtype() != DataType::kFloat32 || values.numel() < options_.compression_min_elements;
+}
+
 proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Variable& value,
                                               PushedBytes* bytes, Tensor* payload) {
   const bool rows = value.holds_selected_rows();

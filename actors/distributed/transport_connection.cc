@@ -36,6 +36,8 @@ const char* RoleName(PeerRole role) {
 
 // Frames gathered into one write: a few large writes rather than many small ones.
 constexpr size_t kMaxFramesPerWrite = 64;
+// The zeros that pad a bundle's parts to whole words.
+constexpr uint8_t kBundlePadding[kBundleAlignment] = {};
 // Per open connection: reads of small frame parts go here first.
 constexpr size_t kStagingBytes = 32 << 10;
 // A read straight into a tensor completes after at least this much (or the rest).
@@ -294,12 +296,17 @@ void Connection::WriteQueued() {
   writing_ = true;
   in_flight_ = std::min(queue_.size(), kMaxFramesPerWrite);
   std::vector<asio::const_buffer> buffers;
-  buffers.reserve(2 * in_flight_);
+  buffers.reserve(2 * in_flight_);  // more for bundles
   for (size_t i = 0; i < in_flight_; ++i) {
     const OutgoingFrame& frame = queue_[i].frame;
     buffers.emplace_back(frame.head.data(), frame.head.size());
     if (frame.payload.initialized() && frame.payload.bytes() > 0) {
       buffers.emplace_back(frame.payload.raw_data(), frame.payload.bytes());
+    }
+    for (const Tensor& part : frame.bundle) {
+      if (part.bytes() > 0) buffers.emplace_back(part.raw_data(), part.bytes());
+      const size_t pad = (kBundleAlignment - part.bytes() % kBundleAlignment) % kBundleAlignment;
+      if (pad > 0) buffers.emplace_back(kBundlePadding, pad);
     }
   }
   asio::async_write(socket_, buffers, [self = shared_from_this()](const error_code& error, size_t) {

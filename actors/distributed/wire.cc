@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <unordered_set>
 #include <utility>
 
 #include "rill/checkpoint.h"
@@ -200,6 +201,32 @@ void CheckPayload(const proto::TensorProto& tensor, const Tensor& payload,
              " but its payload is ", payload.Describe());
 }
 
+// A PUSH_BUNDLE: parts naming distinct variables, each a dense tensor described
+// without data, and nothing else but step and trainer_id; its payload is exactly
+// the parts' layout.
+void CheckBundle(const WireMessage& message, const std::string& where, const Tensor* payload) {
+  RILL_CHECK(payload != nullptr, kInvalidArgument, where,
+             ": a PUSH_BUNDLE travels only in a transport frame");
+  RILL_CHECK(message.parts_size() > 0, kInvalidArgument, where, ": no parts");
+  RILL_CHECK(message.var().empty() && !message.has_tensor() && !message.has_compressed() &&
+                 !message.selected_rows() && message.rows_size() == 0 && message.height() == 0,
+             kInvalidArgument, where, ": a PUSH_BUNDLE carries its values in parts only");
+  std::unordered_set<std::string> seen;
+  for (int i = 0; i < message.parts_size(); ++i) {
+    const proto::BundledValue& part = message.parts(i);
+    RILL_CHECK(!part.var().empty(), kInvalidArgument, where, ": part ", i, " has no var");
+    RILL_CHECK(seen.insert(part.var()).second, kInvalidArgument, where, ": part ", i, " (\"",
+               part.var(), "\") names a variable an earlier part named");
+    RILL_CHECK(part.tensor().data().empty(), kInvalidArgument, where, ": part ", i, " (\"",
+               part.var(), "\") holds bytes in the message");
+  }
+  uint64_t total = 0;
+  BundleLayout(message, &total, where);
+  RILL_CHECK(payload->initialized() && payload->place().is_cpu() && payload->bytes() == total,
+             kInvalidArgument, where, ": its parts take ", total, " bytes but the payload is ",
+             payload->initialized() ? payload->Describe() : std::string("missing"));
+}
+
 // `payload`: null for a message decoded from bytes (DecodeWire), else what
 // came beside it in a frame (possibly not initialized).
 void CheckMessage(const WireMessage& message, const std::string& peer, const Tensor* payload) {
@@ -247,6 +274,12 @@ void CheckMessage(const WireMessage& message, const std::string& peer, const Ten
   RILL_CHECK(message.store_value().empty() || kind == WireMessage::STORE_SET ||
                  kind == WireMessage::STORE_VALUE,
              kInvalidArgument, where, ": only a STORE_SET or STORE_VALUE carries a store value");
+  RILL_CHECK(kind == WireMessage::PUSH_BUNDLE || message.parts_size() == 0, kInvalidArgument, where,
+             ": only a PUSH_BUNDLE carries parts");
+  if (kind == WireMessage::PUSH_BUNDLE) {
+    CheckBundle(message, where, payload);
+    return;
+  }
   if (payload != nullptr && payload->initialized() && !CarriesValue(kind)) {
     Fail(ErrorCode::kInvalidArgument, where, ": a ", WireKindName(kind),
          " carries no value, but a payload of ", payload->Describe(), " came with it");
@@ -279,7 +312,79 @@ std::string PayloadSource(const WireMessage& message) {
   return StrCat("wire ", WireKindName(message.kind()), " of \"", message.var(), "\"");
 }
 
+uint64_t AlignedBundleBytes(uint64_t bytes) {
+  return (bytes + kBundleAlignment - 1) / kBundleAlignment * kBundleAlignment;
+}
+
 }  // namespace
+
+WireMessage WirePushBundle(int64_t step, const std::vector<BundlePart>& parts) {
+  WireMessage message;
+  message.set_kind(WireMessage::PUSH_BUNDLE);
+  message.set_step(step);
+  for (const BundlePart& part : parts) {
+    RILL_CHECK(part.value.initialized() && part.value.place().is_cpu(), kInvalidArgument,
+               "cannot bundle \"", part.var, "\": ",
+               part.value.initialized() ? StrCat("the value is on ", part.value.place().ToString())
+                                        : std::string("it has no value"));
+    proto::BundledValue* bundled = message.add_parts();
+    bundled->set_var(part.var);
+    bundled->mutable_tensor()->set_dtype(ToProto(part.value.dtype()));
+    bundled->mutable_tensor()->mutable_shape()->Assign(part.value.shape().begin(),
+                                                       part.value.shape().end());
+  }
+  return message;
+}
+
+std::vector<uint64_t> BundleLayout(const WireMessage& message, uint64_t* total,
+                                   const std::string& where) {
+  std::vector<uint64_t> offsets;
+  offsets.reserve(static_cast<size_t>(message.parts_size()));
+  // A frame's payload is far below 2^62 bytes (its header was checked against
+  // the message limit), so a sum over that is refused rather than wrapped.
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 62;
+  uint64_t end = 0;
+  for (const proto::BundledValue& part : message.parts()) {
+    const std::string at = StrCat(where, ", part \"", part.var(), "\"");
+    const proto::TensorProto& tensor = part.tensor();
+    if (tensor.dtype() == proto::DT_INVALID || !proto::DataType_IsValid(tensor.dtype())) {
+      Fail(ErrorCode::kInvalidArgument, at, ": invalid data type ",
+           static_cast<int>(tensor.dtype()));
+    }
+    const int64_t numel = CheckedNumel(Shape(tensor.shape().begin(), tensor.shape().end()), at);
+    const uint64_t item = SizeOf(FromProto(tensor.dtype()));
+    RILL_CHECK(static_cast<uint64_t>(numel) <= (kMaxBytes - end) / item, kInvalidArgument, at,
+               ": the parts' sizes overflow");
+    offsets.push_back(end);
+    end = AlignedBundleBytes(end + static_cast<uint64_t>(numel) * item);
+  }
+  *total = end;
+  return offsets;
+}
+
+Tensor BundleCarrier(uint64_t total) {
+  RILL_CHECK(total % kBundleAlignment == 0, kInvalidArgument, "a bundle of ", total,
+             " bytes is not whole words");
+  return Tensor(DataType::kInt64, Shape{static_cast<int64_t>(total / kBundleAlignment)});
+}
+
+std::vector<BundlePart> WireBundle(const WireMessage& message, const Tensor& payload) {
+  uint64_t total = 0;
+  const std::vector<uint64_t> offsets = BundleLayout(message, &total, "wire PUSH_BUNDLE");
+  RILL_CHECK(payload.initialized() && payload.bytes() == total, kInvalidArgument,
+             "a PUSH_BUNDLE of ", total, " bytes with a payload of ",
+             payload.initialized() ? payload.Describe() : std::string("none"));
+  std::vector<BundlePart> parts;
+  parts.reserve(offsets.size());
+  for (int i = 0; i < message.parts_size(); ++i) {
+    const proto::TensorProto& tensor = message.parts(i).tensor();
+    parts.push_back(
+        {message.parts(i).var(), payload.View(FromProto(tensor.dtype()),
+                                              Shape(tensor.shape().begin(), tensor.shape().end()),
+                                              offsets[static_cast<size_t>(i)])});
+  }
+  return parts;
+}
 
 WireMessage WireHello(int trainer_id, int64_t last_step) {
   WireMessage message;

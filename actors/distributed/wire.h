@@ -106,11 +106,36 @@ FramedWire FramedPush(const std::string& var, int64_t step, const Tensor& value)
 FramedWire FramedPushRows(const std::string& var, int64_t step, const SelectedRows& value);
 FramedWire FramedValue(const std::string& var, int64_t step, const Tensor& value);
 
+// PUSH_BUNDLE: several dense values of one step in one frame, their bytes one
+// after the other in its payload, each starting at a multiple of
+// kBundleAlignment bytes (zeros between them). The payload arrives as one
+// tensor of 8-byte words (BundleCarrier), which WireBundle cuts into views.
+constexpr uint64_t kBundleAlignment = 8;
+struct BundlePart {
+  std::string var;
+  Tensor value;  // dense, on the CPU
+};
+// The message of a bundle of `parts` (dtypes and shapes, no data) for `step`.
+proto::WireMessage WirePushBundle(int64_t step, const std::vector<BundlePart>& parts);
+// Where each part of a bundle message starts in its payload, and (in *total)
+// the payload's size. Throws kInvalidArgument naming `where` for an invalid
+// dtype, a negative dimension or sizes that overflow.
+std::vector<uint64_t> BundleLayout(const proto::WireMessage& message, uint64_t* total,
+                                   const std::string& where);
+// The tensor a bundle's payload of `total` bytes (a multiple of
+// kBundleAlignment) is read into: int64 words, uninitialised.
+Tensor BundleCarrier(uint64_t total);
+// The parts of a bundle checked by CheckFramedWire: views into `payload`, no copy.
+std::vector<BundlePart> WireBundle(const proto::WireMessage& message, const Tensor& payload);
+
 // Checks a message that came in a frame with `payload` beside it, by the same
 // rules as DecodeWire (the frame's header was already held to the size
 // limits): a PUSH or VALUE's tensor either holds its bytes itself and no
 // payload came, or holds none and the payload has exactly its dtype and shape;
-// a compressed PUSH, and every kind that carries no value, has no payload.
+// a compressed PUSH, and every kind that carries no value, has no payload; a
+// PUSH_BUNDLE has parts, each naming another variable and describing a dense
+// tensor, and a payload of exactly BundleLayout's size (DecodeWire refuses a
+// bundle: it travels only in frames).
 // Throws rill::Error (kInvalidArgument) naming `peer` and what is wrong.
 void CheckFramedWire(const proto::WireMessage& message, const Tensor& payload,
                      const std::string& peer);

@@ -117,6 +117,23 @@ Tensor Tensor::Slice(int64_t begin, int64_t end) const {
   return out;
 }
 
+Tensor Tensor::View(DataType dtype, const Shape& shape, size_t byte_offset) const {
+  RILL_CHECK(buffer_ != nullptr, kInvalidArgument, "a view of a tensor without memory");
+  const int64_t numel = NumElements(shape);
+  const size_t bytes = static_cast<size_t>(numel) * SizeOf(dtype);
+  RILL_CHECK(byte_offset <= this->bytes() && bytes <= this->bytes() - byte_offset, kOutOfRange,
+             DataTypeName(dtype), ShapeToString(shape), " at byte ", byte_offset,
+             " does not fit in tensor ", Describe());
+  RILL_CHECK(byte_offset % SizeOf(dtype) == 0, kInvalidArgument, DataTypeName(dtype),
+             " values cannot start at byte ", byte_offset, " of tensor ", Describe());
+  Tensor out = *this;
+  out.offset_ = offset_ + byte_offset;
+  out.dtype_ = dtype;
+  out.shape_ = shape;
+  out.numel_ = numel;
+  return out;
+}
+
 Tensor Tensor::Clone() const {
   Tensor out;
   out.CopyFrom(*this);

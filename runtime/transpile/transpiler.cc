@@ -50,6 +50,8 @@ void CheckOptions(const TranspileOptions& options) {
   RILL_CHECK(options.min_slice_rows >= 1 && options.min_slice_elements >= 1, kInvalidArgument,
              "min_slice_rows and min_slice_elements must be at least 1, are ",
              options.min_slice_rows, " and ", options.min_slice_elements);
+  RILL_CHECK(options.send_fuse_bytes >= 0, kInvalidArgument,
+             "send_fuse_bytes must not be negative, is ", options.send_fuse_bytes);
 }
 
 // The one placeable_block op of the program: sets its block and index.

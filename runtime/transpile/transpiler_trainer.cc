@@ -2,7 +2,9 @@
 // the placeable_block op becomes, in order, a split per sliced gradient, a
 // send per gradient or slice, a recv per parameter or slice, a concat per
 // sliced parameter (actors/distributed/distributed.md).
+#include <map>
 #include <utility>
+#include <vector>
 
 #include "rill/op_desc.h"
 #include "runtime/transpile/transpiler_plan.h"
@@ -30,6 +32,33 @@ std::vector<std::vector<size_t>> SlicedGroups(const TranspilePlan& plan) {
     groups.back().push_back(i);
   }
   return groups;
+}
+
+// The units each send op pushes: per server, consecutive units (in update
+// order) up to options.send_fuse_bytes, in the order their buckets fill.
+std::vector<std::vector<size_t>> SendBuckets(const TranspilePlan& plan) {
+  std::vector<std::vector<size_t>> buckets;
+  std::map<int, std::pair<std::vector<size_t>, int64_t>> open;  // by server: units, bytes
+  for (size_t i = 0; i < plan.units.size(); ++i) {
+    const PlacedParameter& p = plan.units[i].placed;
+    // A gradient declared without a type counts as float32.
+    const proto::VarDesc* grad = plan.Declaration(plan.units[i].update->grad);
+    const bool typed = grad != nullptr && grad->dtype() != proto::DT_INVALID;
+    const int64_t bytes = p.elements * static_cast<int64_t>(SizeOf(typed ? FromProto(grad->dtype())
+                                                                         : DataType::kFloat32));
+    auto& [units, filled] = open[p.server];
+    if (!units.empty() && filled + bytes > plan.options.send_fuse_bytes) {
+      buckets.push_back(std::move(units));
+      units.clear();
+      filled = 0;
+    }
+    units.push_back(i);
+    filled += bytes;
+  }
+  for (auto& [server, bucket] : open) {
+    if (!bucket.first.empty()) buckets.push_back(std::move(bucket.first));
+  }
+  return buckets;
 }
 
 }  // namespace
@@ -74,10 +103,12 @@ proto::ProgramDesc BuildTrainerMain(const TranspilePlan& plan) {
     SetAttr(&split, "sections", rows);
     ops.push_back(std::move(split));
   }
-  for (const PlacedUpdate& unit : plan.units) {
+  for (const auto& bucket : SendBuckets(plan)) {
     proto::OpDesc send = new_op("send");
-    SetInput(&send, "X", {unit.placed.grad});
-    SetAttr(&send, "endpoint", endpoint(unit));
+    std::vector<std::string> grads;
+    for (size_t i : bucket) grads.push_back(plan.units[i].placed.grad);
+    SetInput(&send, "X", grads);
+    SetAttr(&send, "endpoint", endpoint(plan.units[bucket.front()]));
     ops.push_back(std::move(send));
   }
   for (const PlacedUpdate& unit : plan.units) {

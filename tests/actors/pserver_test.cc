@@ -22,6 +22,7 @@
 #include "rill/builder.h"
 #include "rill/checkpoint.h"
 #include "rill/executor.h"
+#include "rill/op_desc.h"
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
 #include "rill/runtime.h"
@@ -219,6 +220,12 @@ TEST(ParameterServer, SyncTwoTrainersTwoServersMatchOneProcess) {
   Servers servers(m, 2, 2);
   TranspileResult plan = Plan(m, 2, servers.endpoints);
   ASSERT_EQ(plan.servers.size(), 2u);
+  // Gradients leave in bundles (a send op of several, a PUSH_BUNDLE frame).
+  int bundled = 0;
+  for (const auto& op : plan.trainer_main.blocks(0).ops()) {
+    bundled += op.type() == "send" && InputVars(op, "X").size() > 1;
+  }
+  EXPECT_GT(bundled, 0);
   ExpectTwoTrainersMatch(m, plan, servers, single, kSteps);
   EXPECT_EQ(servers.servers[0]->step(), kSteps);
 }

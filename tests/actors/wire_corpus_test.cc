@@ -90,6 +90,8 @@ TEST(WireCorpusTest, EverySeedDecodesToWhatTheBuildersMake) {
     kinds.insert(decoded.kind());
   }
   for (int kind = WireMessage::Kind_MIN + 1; kind <= WireMessage::Kind_MAX; ++kind) {
+    // A bundle travels only in frames: its seed is in the frame fuzzer's corpus.
+    if (kind == WireMessage::PUSH_BUNDLE) continue;
     EXPECT_TRUE(kinds.count(kind)) << "no seed of kind " << WireKindName(kind);
   }
 }

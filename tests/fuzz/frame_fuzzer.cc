@@ -3,7 +3,7 @@
 // rill::Error is the expected outcome for bad input. Whatever it is fed, the
 // decoder never holds much more than twice the bytes that arrived; every frame
 // it accepts encodes again to a frame that decodes to the same message and
-// payload.
+// payload (a bundle the receiver's check accepts: to the same parts).
 #include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/message_differencer.h>
 
@@ -15,6 +15,7 @@
 
 #include "actors/distributed/frame_decoder.h"
 #include "actors/distributed/frame_encoder.h"
+#include "actors/distributed/wire.h"
 #include "rill/error.h"
 
 namespace {
@@ -71,6 +72,49 @@ bool SamePayload(const rill::Tensor& a, const rill::Tensor& b) {
          std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
 }
 
+// Encodes `frame`'s message and payload again as they are.
+std::vector<uint8_t> Encoded(const rill::OutgoingFrame& frame) {
+  std::vector<uint8_t> bytes(frame.head.begin(), frame.head.end());
+  auto append = [&bytes](const rill::Tensor& t) {
+    const auto* p = static_cast<const uint8_t*>(t.raw_data());
+    bytes.insert(bytes.end(), p, p + t.bytes());
+  };
+  if (frame.payload.initialized()) append(frame.payload);
+  for (const rill::Tensor& part : frame.bundle) {
+    append(part);
+    bytes.resize((bytes.size() - frame.head.size() + rill::kBundleAlignment - 1) /
+                     rill::kBundleAlignment * rill::kBundleAlignment +
+                 frame.head.size());
+  }
+  return bytes;
+}
+
+// A bundle the wire check accepts is cut into views that lie within its
+// payload, and encodes again to a bundle of the same values.
+void CheckBundle(const rill::ReceivedFrame& frame) {
+  try {
+    rill::CheckFramedWire(frame.message, frame.payload, kPeer);
+  } catch (const rill::Error&) {
+    return;  // refused by the receiver's check
+  }
+  const std::vector<rill::BundlePart> parts = rill::WireBundle(frame.message, frame.payload);
+  const auto* begin = static_cast<const uint8_t*>(frame.payload.raw_data());
+  for (const rill::BundlePart& part : parts) {
+    const auto* at = static_cast<const uint8_t*>(part.value.raw_data());
+    Require(at >= begin && at + part.value.bytes() <= begin + frame.payload.bytes());
+  }
+  const std::vector<uint8_t> bytes =
+      Encoded(rill::EncodeBundleFrame(frame.message.step(), frame.message.trainer_id(), parts));
+  std::vector<rill::ReceivedFrame> back;
+  Require(Decode(bytes.data(), bytes.size(), nullptr, 0, false, &back));
+  Require(back.size() == 1);
+  const std::vector<rill::BundlePart> again = rill::WireBundle(back[0].message, back[0].payload);
+  Require(again.size() == parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    Require(again[i].var == parts[i].var && SamePayload(again[i].value, parts[i].value));
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
@@ -92,14 +136,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Every frame accepted (even before a refusal) encodes again to the same.
   for (const rill::ReceivedFrame& frame : frames) {
     if (frame.kind != rill::FrameKind::kMessage) continue;
+    if (frame.message.kind() == rill::proto::WireMessage::PUSH_BUNDLE) {
+      CheckBundle(frame);
+      continue;
+    }
     // The message keeps its tensor's dtype and shape (and any other field);
     // the encoder sets them again from the payload.
-    const rill::OutgoingFrame again = rill::EncodeMessageFrame(frame.message, frame.payload);
-    std::vector<uint8_t> bytes(again.head.begin(), again.head.end());
-    if (again.payload.initialized()) {
-      const auto* p = static_cast<const uint8_t*>(again.payload.raw_data());
-      bytes.insert(bytes.end(), p, p + again.payload.bytes());
-    }
+    const std::vector<uint8_t> bytes =
+        Encoded(rill::EncodeMessageFrame(frame.message, frame.payload));
     std::vector<rill::ReceivedFrame> back;
     Require(Decode(bytes.data(), bytes.size(), nullptr, 0, false, &back));
     Require(back.size() == 1);

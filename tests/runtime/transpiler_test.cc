@@ -79,6 +79,12 @@ std::vector<int64_t> DeclaredShape(const proto::ProgramDesc& program, const std:
   return var == nullptr ? std::vector<int64_t>{} : VarShape(*var);
 }
 
+int64_t ElementsOf(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 std::map<std::string, int> OpCounts(const proto::BlockDesc& block) {
   std::map<std::string, int> counts;
   for (const auto& op : block.ops()) ++counts[op.type()];
@@ -160,7 +166,9 @@ TEST(TranspilerTest, ServersHoldExactlyTheParametersWithTheLargeWeightSliced) {
 TEST(TranspilerTest, TrainerSendsGradientsAndReceivesParameters) {
   Mlp m;
   BuildMlp(&m);
-  const TranspileResult r = Transpile(m.main.desc(), m.startup.desc(), TwoServers());
+  TranspileOptions options = TwoServers();
+  options.send_fuse_bytes = 0;  // a send per gradient
+  const TranspileResult r = Transpile(m.main.desc(), m.startup.desc(), options);
   ASSERT_EQ(r.trainer_main.blocks_size(), 1);  // the placeable block is gone
   auto counts = OpCounts(r.trainer_main.blocks(0));
   EXPECT_EQ(counts["split"], 2);
@@ -202,6 +210,50 @@ TEST(TranspilerTest, TrainerSendsGradientsAndReceivesParameters) {
     Validate(server.main);
     Validate(server.startup);
   }
+}
+
+// By default a send op pushes a bucket: gradients for one server, consecutive
+// in update order, up to send_fuse_bytes (a larger one alone); every gradient
+// in exactly one send, to the server that receives it.
+TEST(TranspilerTest, SendsPushBucketsOfGradientsForOneServer) {
+  Mlp m;
+  BuildMlp(&m);
+  for (int64_t fuse : {int64_t{256 * 1024}, int64_t{1024}, int64_t{1} << 30}) {
+    SCOPED_TRACE(fuse);
+    TranspileOptions options = TwoServers();
+    options.send_fuse_bytes = fuse;
+    const TranspileResult r = Transpile(m.main.desc(), m.startup.desc(), options);
+    std::multiset<std::string> sent;
+    int sends = 0;
+    for (const auto& op : r.trainer_main.blocks(0).ops()) {
+      if (op.type() != "send") continue;
+      ++sends;
+      const std::string endpoint = AttrValue<std::string>(*FindAttr(op, "endpoint"));
+      const auto& server = r.servers[endpoint == kServers[0] ? 0 : 1];
+      const auto grads = Strings(ServeOp(server), "grads");
+      const std::vector<std::string> bucket = InputVars(op, "X");
+      int64_t bytes = 0;
+      for (const std::string& grad : bucket) {
+        EXPECT_NE(std::find(grads.begin(), grads.end(), grad), grads.end()) << grad;
+        bytes += 4 * ElementsOf(DeclaredShape(r.trainer_main, grad));
+        sent.insert(grad);
+      }
+      if (bucket.size() > 1) {
+        EXPECT_LE(bytes, fuse) << bucket.front();
+      }
+    }
+    EXPECT_EQ(sent.size(), 8u);
+    EXPECT_EQ(std::set<std::string>(sent.begin(), sent.end()).size(), 8u);
+    // One bucket per server when everything fits; two more when 1 KiB must
+    // leave the weights (each over it) alone; some in between by default.
+    const int expected_at_least = fuse == 1024 ? 6 : 2;
+    const int expected_at_most = fuse == int64_t{1} << 30 ? 2 : 7;
+    EXPECT_GE(sends, expected_at_least);
+    EXPECT_LE(sends, expected_at_most);
+  }
+  TranspileOptions negative = TwoServers();
+  negative.send_fuse_bytes = -1;
+  EXPECT_THROW(Transpile(m.main.desc(), m.startup.desc(), negative), Error);
 }
 
 TEST(TranspilerTest, ServerStartupInitialisesAtFullSizeThenSlices) {
@@ -429,12 +481,13 @@ TEST(TranspilerTest, SimulatedParameterServersTrainLikeOneProcess) {
     // send: the server gets the mean of the trainers' gradients.
     for (const auto& op : ops) {
       if (op.type() != "send") continue;
-      const std::string grad = InputVar(op, "X");
-      Tensor mean = trainers[0].GetTensor(grad).Clone();
-      const double* other = trainers[1].GetTensor(grad).data<double>();
-      double* p = mean.mutable_data<double>();
-      for (int64_t i = 0; i < mean.numel(); ++i) p[i] = (p[i] + other[i]) / 2;
-      *servers[server_of(op)].Var(grad)->mutable_tensor() = std::move(mean);
+      for (const std::string& grad : InputVars(op, "X")) {
+        Tensor mean = trainers[0].GetTensor(grad).Clone();
+        const double* other = trainers[1].GetTensor(grad).data<double>();
+        double* p = mean.mutable_data<double>();
+        for (int64_t i = 0; i < mean.numel(); ++i) p[i] = (p[i] + other[i]) / 2;
+        *servers[server_of(op)].Var(grad)->mutable_tensor() = std::move(mean);
+      }
     }
     for (int v = 0; v < 2; ++v) {
       exe.Run(*prepare[v]);

@@ -62,6 +62,7 @@ struct TrainOptions {
   std::string gradient_compression = "none";
   int64_t fuse_bytes = BuildStrategy{}.fuse_bytes;
   int64_t process_fuse_bytes = BuildStrategy{}.process_fuse_bytes;
+  int64_t send_fuse_bytes = TranspileOptions{}.send_fuse_bytes;
   int threads = 0;  // 0: one per place
   int blas_threads = 0;
   int spin_us = -1;  // -1: ExecutionStrategy's default
@@ -365,6 +366,7 @@ int Train(const TrainOptions& opt) {
     transpile.trainers = opt.role.trainers;
     transpile.pservers = opt.role.PserverList();
     transpile.sync_mode = !opt.role.async;
+    transpile.send_fuse_bytes = opt.send_fuse_bytes;
     TranspileResult programs = Transpile(main.desc(), startup.desc(), transpile);
     train_program = std::move(programs.trainer_main);
     startup_program = std::move(programs.trainer_startup);
@@ -758,6 +760,11 @@ Command AddTrainCommand(CLI::App& rill) {
       ->check(AtLeast(0));
   app->add_option("--process-fuse-bytes", opt->process_fuse_bytes,
                   "the same for the merges across the ranks of --collective")
+      ->type_name("BYTES")
+      ->check(AtLeast(0));
+  app->add_option("--send-fuse-bytes", opt->send_fuse_bytes,
+                  "a trainer's gradients leave for a parameter server in frames of up\n"
+                  "to this many bytes, one per bucket; 0: a frame per gradient")
       ->type_name("BYTES")
       ->check(AtLeast(0));
   app->add_option("--threads", opt->threads,

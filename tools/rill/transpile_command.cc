@@ -104,6 +104,11 @@ Command AddTranspileCommand(CLI::App& rill) {
   app->add_option("--min-slice-elements", flags->options.min_slice_elements,
                   "elements a parameter needs to be sliced, and a slice keeps at least")
       ->type_name("N");
+  app->add_option("--send-fuse-bytes", flags->options.send_fuse_bytes,
+                  "the trainer's gradients for a server leave in buckets of up to\n"
+                  "this many bytes, a send op each; 0: a send per gradient")
+      ->type_name("BYTES")
+      ->check(AtLeast(0));
   app->add_option("--out", flags->out, "where the programs go (created if missing)")
       ->type_name("DIR")
       ->required();

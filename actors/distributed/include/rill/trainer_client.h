@@ -93,6 +93,12 @@ class TrainerClient : public VarObject {
     int64_t sent = 0;
   };
   PushedBytes Push(const std::string& endpoint, const std::string& var, const Variable& value);
+  // The same for several gradients to one server (a send op's bucket): the
+  // dense uncompressed ones leave together in one PUSH_BUNDLE frame, the others
+  // (selected rows, compressed values, empty tensors) each in its own frame.
+  // Returns their bytes in all.
+  PushedBytes PushAll(const std::string& endpoint,
+                      const std::vector<std::pair<std::string, const Variable*>>& values);
   // Asks the server for `var` once it has applied step `min_step`; `done`
   // runs on the link's thread with the value or the error (or on this one,
   // when the value is already here). A `standing` pull asks a sync server to
@@ -154,6 +160,8 @@ class TrainerClient : public VarObject {
   // The PUSH of `value`, compressed when the options say so (the codes in the
   // message). An uncompressed value is not put in the message: a copy of it
   // goes to *payload, to travel beside it.
+  // Whether `value` leaves as it is (a dense tensor, uncompressed).
+  bool SentAsIs(const Variable& value) const;
   proto::WireMessage PushMessage(const std::string& var, const Variable& value, PushedBytes* bytes,
                                  Tensor* payload);
 

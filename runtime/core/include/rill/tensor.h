@@ -97,6 +97,11 @@ class Tensor {
   Tensor Reshaped(const Shape& shape) const;
   // Rows [begin, end) of dim 0, sharing the buffer.
   Tensor Slice(int64_t begin, int64_t end) const;
+  // `shape` elements of `dtype` from byte `byte_offset` of this tensor's
+  // elements, sharing the buffer (a received frame cut into its values).
+  // Throws kOutOfRange when they do not fit, kInvalidArgument when the offset
+  // is not a multiple of the element size.
+  Tensor View(DataType dtype, const Shape& shape, size_t byte_offset) const;
   // Points this tensor at other's memory (no copy).
   void ShareDataWith(const Tensor& other) { *this = other; }
   // Deep copy with its own buffer.

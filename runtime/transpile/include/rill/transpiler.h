@@ -33,6 +33,10 @@ struct TranspileOptions {
   // keeping min_slice_rows rows and min_slice_elements elements.
   int64_t min_slice_rows = 8;
   int64_t min_slice_elements = 8192;
+  // A trainer's gradients for one server leave in buckets of up to this many
+  // bytes, one send op (and one frame) each, a bucket's gradients consecutive in
+  // update order; a larger gradient goes alone. 0: a send per gradient.
+  int64_t send_fuse_bytes = 256 * 1024;
 };
 
 // Where one parameter, or one row slice of it, went.
