@@ -401,13 +401,15 @@ void BindProcessGroup(py::module_& module) {
 // one (endpoint, main, startup) per server, as Programs.
 py::dict TranspileForPython(const Program& main, const Program& startup, int trainers,
                             const std::vector<std::string>& pservers, bool sync_mode,
-                            int64_t min_slice_rows, int64_t min_slice_elements) {
+                            int64_t min_slice_rows, int64_t min_slice_elements,
+                            int64_t send_fuse_bytes) {
   TranspileOptions options;
   options.trainers = trainers;
   options.pservers = pservers;
   options.sync_mode = sync_mode;
   options.min_slice_rows = min_slice_rows;
   options.min_slice_elements = min_slice_elements;
+  options.send_fuse_bytes = send_fuse_bytes;
   TranspileResult result = Transpile(main.desc(), startup.desc(), options);
   py::dict out;
   out["summary"] = result.Summary();
@@ -496,6 +498,7 @@ void BindParameterServers(py::module_& module) {
   module.def("transpile", &TranspileForPython, py::arg("main"), py::arg("startup"),
              py::arg("trainers"), py::arg("pservers"), py::arg("sync_mode") = true,
              py::arg("min_slice_rows") = 8, py::arg("min_slice_elements") = 8192,
+             py::arg("send_fuse_bytes") = TranspileOptions{}.send_fuse_bytes,
              "Splits a program with a placeable block into trainer and server programs.");
   py::class_<PythonParameterServer>(module, "ParameterServer",
                                     "A parameter server (rill/pserver.h).")

@@ -177,11 +177,13 @@ class DistributeTranspiler:
     program whose optimizer is placeable into the trainers' and the servers'
     programs. Parameters are spread over the servers; a large one is cut by
     rows into one slice per server (at least `min_slice_rows` rows and
-    `min_slice_elements` elements each)."""
+    `min_slice_elements` elements each). A trainer's gradients for one server
+    leave in frames of up to `send_fuse_bytes` (0: a frame per gradient)."""
 
-    def __init__(self, min_slice_rows=8, min_slice_elements=8192):
+    def __init__(self, min_slice_rows=8, min_slice_elements=8192, send_fuse_bytes=256 * 1024):
         self._min_slice_rows = min_slice_rows
         self._min_slice_elements = min_slice_elements
+        self._send_fuse_bytes = send_fuse_bytes
         self._result = None
         self.trainer_id = 0
 
@@ -197,7 +199,7 @@ class DistributeTranspiler:
         startup = startup_program if startup_program is not None else default_startup_program()
         self._result = _core.transpile(program, startup, trainers, _endpoints(pservers),
                                        sync_mode, self._min_slice_rows,
-                                       self._min_slice_elements)
+                                       self._min_slice_elements, self._send_fuse_bytes)
         self.trainer_id = trainer_id
 
     def _done(self):
