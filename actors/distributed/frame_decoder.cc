@@ -119,15 +119,15 @@ void FrameDecoder::MetaDone() {
     Finish(std::move(frame_));
     return;
   }
-  // A bundle's bytes go into words of the decoder's own; a value's where its
-  // destination says.
+  // A bundle's bytes arrive as words (BundleCarrier), a value's as its tensor;
+  // either where the destination says, when it names one.
   bundle_ = frame_.message.kind() == proto::WireMessage::PUSH_BUNDLE;
   const proto::TensorProto& described_tensor = frame_.message.tensor();
   const DataType dtype = bundle_ ? DataType::kInt64 : FromProto(described_tensor.dtype());
   const Shape shape = bundle_
                           ? Shape{static_cast<int64_t>(header_.payload_bytes / kBundleAlignment)}
                           : Shape(described_tensor.shape().begin(), described_tensor.shape().end());
-  payload_ = destination_ && !bundle_ ? destination_(frame_.message) : Tensor();
+  payload_ = destination_ ? destination_(frame_.message) : Tensor();
   if (payload_.initialized()) {
     RILL_CHECK(payload_.dtype() == dtype && payload_.shape() == shape && payload_.place().is_cpu(),
                kInvalidArgument, "frame from ", peer_, " (", frame_.message.var(), "): carries ",

@@ -20,7 +20,8 @@
 // tensor that grows as bytes arrive (memory at most about twice what arrived,
 // one extra copy of the bytes received before the last growth). A PUSH_BUNDLE's
 // parts (wire.h) must take exactly the header's payload bytes; their bytes
-// arrive in one tensor of 8-byte words of the decoder's own (BundleCarrier).
+// arrive in one tensor of 8-byte words (BundleCarrier: the destination must
+// return one of that size, or none).
 //
 // Not thread-safe: one reader at a time. After Commit throws, the decoder is
 // spent (the connection is to be closed).

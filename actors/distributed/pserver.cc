@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "actors/distributed/frame_encoder.h"
+#include "actors/distributed/payload_destinations.h"
 #include "actors/distributed/pserver_checkpoint.h"
 #include "actors/distributed/transport.h"
 #include "actors/distributed/transport_mailbox.h"
@@ -156,6 +157,9 @@ struct ParameterServer::State {
   std::map<int, Trainer> trainers;
   // The trainers' connections (after their HELLO), and who proved what in
   // each open connection's handshake.
+  // Where pushed gradients are read (the transport's thread asks): each
+  // gradient's own shape, known from the program.
+  std::shared_ptr<PayloadDestinations> destinations = std::make_shared<PayloadDestinations>();
   std::unique_ptr<Transport> transport;
   std::map<ConnectionId, int> trainer_by_connection;
   std::map<ConnectionId, PeerInfo> connections;
@@ -624,6 +628,8 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
     RILL_CHECK(
         s.scope.FindVar(served.param) && s.scope.FindVar(served.param)->tensor().initialized(),
         kInvalidArgument, s.name, ": parameter \"", served.param, "\" has no value after startup");
+    const Tensor& param = s.scope.FindVar(served.param)->tensor();
+    s.destinations->Expect(served.grad, param.dtype(), param.shape());
     s.by_grad[served.grad] = i;
     s.by_param[served.param] = i;
     s.served.push_back(std::move(served));
@@ -632,8 +638,12 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
   s.started = Clock::now();
   s.actor = ActorSystemOf(*runtime_).spawn(ServerActor, state_);
   try {
-    s.transport = std::make_unique<Transport>(TransportOptions{s.options.token, s.options.limits},
-                                              CallbacksToActor(s.actor));
+    s.transport = std::make_unique<Transport>(
+        TransportOptions{s.options.token, s.options.limits},
+        CallbacksToActor(s.actor,
+                         [known = s.destinations](ConnectionId, const proto::WireMessage& m) {
+                           return known->For(m);
+                         }));
     s.port = s.transport->Listen(Endpoint{s.options.bind, endpoint.port});
   } catch (...) {
     // No destructor runs for a constructor that throws: stop the actor here,

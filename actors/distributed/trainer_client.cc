@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "actors/distributed/frame_encoder.h"
+#include "actors/distributed/payload_destinations.h"
 #include "actors/distributed/transport.h"
 #include "actors/distributed/transport_mailbox.h"
 #include "actors/distributed/wire.h"
@@ -43,6 +44,9 @@ struct TrainerClient::Link {
   // own thread (its callbacks hold only the actor's handle).
   std::unique_ptr<Transport> transport;
   ConnectionId connection = 0;
+  // Where VALUEs are read (the transport's thread asks): a parameter's
+  // shape, learnt from its first VALUE.
+  std::shared_ptr<PayloadDestinations> destinations = std::make_shared<PayloadDestinations>();
 
   // Sends `message` with `payload`'s bytes beside it (frame_encoder.h).
   void Send(proto::WireMessage message, const Tensor& payload = Tensor()) {
@@ -121,6 +125,7 @@ bool HandleAnswer(const std::shared_ptr<TrainerClient::Link>& link, const std::s
       std::exception_ptr error;
       try {
         value = WireTensor(message, std::move(payload));
+        link->destinations->Expect(message.var(), value.dtype(), value.shape());
       } catch (...) {
         error = std::current_exception();
       }
@@ -230,8 +235,12 @@ void TrainerClient::ConnectAll() {
     const auto wait = std::max(left, std::chrono::milliseconds(1));
     link->actor = system.spawn(LinkActor, link, options_);
     links_.push_back(link);  // from here CloseLinks stops the actor
-    link->transport = std::make_unique<Transport>(TransportOptions{options_.token, options_.limits},
-                                                  CallbacksToActor(link->actor));
+    link->transport = std::make_unique<Transport>(
+        TransportOptions{options_.token, options_.limits},
+        CallbacksToActor(link->actor,
+                         [known = link->destinations](ConnectionId, const proto::WireMessage& m) {
+                           return known->For(m);
+                         }));
     link->connection = link->transport->Connect(
         ParseEndpoint(endpoint), Hello{PeerRole::kTrainer, options_.trainer_id, {}}, wait);
     caf::anon_send(link->actor, start_atom::value);

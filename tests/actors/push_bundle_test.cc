@@ -14,6 +14,7 @@
 
 #include "actors/distributed/frame_decoder.h"
 #include "actors/distributed/frame_encoder.h"
+#include "actors/distributed/payload_destinations.h"
 #include "actors/distributed/wire.h"
 #include "rill/error.h"
 #include "tests/actors/transport_testing.h"
@@ -233,4 +234,72 @@ TEST(TensorViewTest, ViewsShareTheBufferAndStayInside) {
 }
 
 }  // namespace push_bundle_test
+}  // namespace rill
+
+namespace rill {
+namespace payload_destinations_test {
+
+using push_bundle_test::MixedParts;
+
+TEST(PayloadDestinationsTest, KnownVariablesGetTheirOwnTensorAndNothingElseDoes) {
+  PayloadDestinations known;
+  for (const BundlePart& part : MixedParts()) {
+    known.Expect(part.var, part.value.dtype(), part.value.shape());
+  }
+  const Tensor gradient(DataType::kFloat32, {300, 70});
+  Tensor got = known.For(FramedPush("fc_1.w@GRAD", 1, gradient).message);
+  ASSERT_TRUE(got.initialized());
+  EXPECT_EQ(got.shape(), gradient.shape());
+  EXPECT_EQ(known.For(FramedValue("fc_1.w@GRAD", 1, gradient).message).shape(), gradient.shape());
+  // Unknown, another shape, another dtype, selected rows, compressed, a PULL: none.
+  EXPECT_FALSE(known.For(FramedPush("other", 1, gradient).message).initialized());
+  EXPECT_FALSE(
+      known.For(FramedPush("fc_1.w@GRAD", 1, Tensor(DataType::kFloat32, {70, 300})).message)
+          .initialized());
+  EXPECT_FALSE(
+      known.For(FramedPush("fc_1.w@GRAD", 1, Tensor(DataType::kFloat64, {300, 70})).message)
+          .initialized());
+  SelectedRows rows;
+  rows.rows = {0};
+  rows.height = 300;
+  rows.value = Tensor(DataType::kFloat32, {1, 70});
+  EXPECT_FALSE(known.For(FramedPushRows("fc_1.w@GRAD", 1, rows).message).initialized());
+  proto::WireMessage compressed = WirePull("fc_1.w@GRAD");
+  compressed.set_kind(proto::WireMessage::PUSH);
+  compressed.mutable_compressed();
+  EXPECT_FALSE(known.For(compressed).initialized());
+  EXPECT_FALSE(known.For(WirePull("fc_1.w@GRAD")).initialized());
+
+  // A bundle of known parts: its carrier; the decoder reads into it.
+  const OutgoingFrame frame = EncodeBundleFrame(2, 0, MixedParts());
+  const proto::WireMessage bundle = WirePushBundle(2, MixedParts());
+  uint64_t total = 0;
+  BundleLayout(bundle, &total, "test");
+  EXPECT_EQ(known.For(bundle).bytes(), total);
+  const void* destination = nullptr;
+  FrameDecoder decoder(FrameLimits{}, "test peer", [&](const proto::WireMessage& m) {
+    Tensor t = known.For(m);
+    destination = t.initialized() ? t.raw_data() : nullptr;
+    return t;
+  });
+  const std::vector<uint8_t> bytes = push_bundle_test::Bytes(frame);
+  for (size_t at = 0; at < bytes.size();) {
+    const std::span<uint8_t> next = decoder.NextBuffer();
+    const size_t n = std::min(next.size(), bytes.size() - at);
+    std::memcpy(next.data(), bytes.data() + at, n);
+    decoder.Commit(n);
+    at += n;
+  }
+  ASSERT_TRUE(decoder.HasFrame());
+  const ReceivedFrame received = decoder.TakeFrame();
+  ASSERT_NE(destination, nullptr);
+  EXPECT_EQ(received.payload.raw_data(), destination);
+  EXPECT_TRUE(push_bundle_test::SameBytes(WireBundle(received.message, received.payload)[2].value,
+                                          MixedParts()[2].value));
+  // One part unknown: none.
+  known.Expect("fc_0.b@GRAD", DataType::kFloat32, {99});
+  EXPECT_FALSE(known.For(bundle).initialized());
+}
+
+}  // namespace payload_destinations_test
 }  // namespace rill

@@ -1,0 +1,46 @@
+// Where a receiver reads the tensors of frames whose variables it knows
+// (TransportCallbacks::destination): a new tensor of the variable's own dtype
+// and shape, allocated when the frame's meta names it, so the payload's bytes
+// land in their final buffer as they arrive. A server knows the gradients it
+// receives (from its program); a trainer learns a parameter's shape from its
+// first VALUE. The sizes come from the receiver's own variables, never from a
+// peer's claim: a frame that names an unknown variable or another shape gets
+// no destination (the decoder then grows a buffer as bytes arrive, and the
+// receiver's checks refuse what does not fit).
+//
+//   PayloadDestinations known;
+//   known.Expect("fc_0.w@GRAD", DataType::kFloat32, {784, 256});
+//   callbacks.destination = [&known](ConnectionId, const proto::WireMessage& m) {
+//     return known.For(m);
+//   };
+//
+// Thread-safe: Expect and For may be called from any thread.
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "rill/proto/wire.pb.h"
+#include "rill/tensor.h"
+
+namespace rill {
+
+class PayloadDestinations {
+ public:
+  // Values of `var` are `dtype` x `shape` from now on.
+  void Expect(const std::string& var, DataType dtype, const Shape& shape);
+  // A new tensor for the payload of `message` (a dense PUSH or VALUE of a
+  // known variable with its shape, or a PUSH_BUNDLE of only such parts: its
+  // BundleCarrier); else a default Tensor.
+  Tensor For(const proto::WireMessage& message) const;
+
+ private:
+  bool Known(const std::string& var, const proto::TensorProto& tensor) const;
+
+  mutable std::mutex mutex_;
+  std::unordered_map<std::string, std::pair<DataType, Shape>> expected_;
+};
+
+}  // namespace rill
