@@ -40,9 +40,9 @@ std::vector<uint8_t> Bytes(const OutgoingFrame& frame) {
   return bytes;
 }
 
-// Feeds `bytes` `step` at a time; returns the frames.
-std::vector<ReceivedFrame> Decode(const std::vector<uint8_t>& bytes, size_t step) {
-  FrameDecoder decoder(FrameLimits{}, kPeer);
+// Feeds `bytes` to `decoder` `step` at a time; returns the frames.
+std::vector<ReceivedFrame> Feed(FrameDecoder& decoder, const std::vector<uint8_t>& bytes,
+                                size_t step) {
   std::vector<ReceivedFrame> frames;
   size_t at = 0;
   while (at < bytes.size()) {
@@ -54,6 +54,11 @@ std::vector<ReceivedFrame> Decode(const std::vector<uint8_t>& bytes, size_t step
     while (decoder.HasFrame()) frames.push_back(decoder.TakeFrame());
   }
   return frames;
+}
+
+std::vector<ReceivedFrame> Decode(const std::vector<uint8_t>& bytes, size_t step) {
+  FrameDecoder decoder(FrameLimits{}, kPeer);
+  return Feed(decoder, bytes, step);
 }
 
 Tensor Ramp(DataType dtype, const Shape& shape, int seed) {
@@ -198,13 +203,7 @@ TEST(PushBundleTest, AHeaderThatDisagreesWithThePartsIsRefusedBeforeThePayload) 
     Append(bytes, meta);
     FrameDecoder decoder(FrameLimits{}, kPeer);
     try {
-      for (size_t at = 0; at < bytes.size();) {
-        const std::span<uint8_t> next = decoder.NextBuffer();
-        const size_t n = std::min(next.size(), bytes.size() - at);
-        std::memcpy(next.data(), bytes.data() + at, n);
-        decoder.Commit(n);
-        at += n;
-      }
+      Feed(decoder, bytes, bytes.size());
       ADD_FAILURE() << "accepted a header claiming " << claimed;
     } catch (const Error& e) {
       EXPECT_NE(e.message().find("the tensor's dtype x shape makes"), std::string::npos)
@@ -283,15 +282,9 @@ TEST(PayloadDestinationsTest, KnownVariablesGetTheirOwnTensorAndNothingElseDoes)
     return t;
   });
   const std::vector<uint8_t> bytes = push_bundle_test::Bytes(frame);
-  for (size_t at = 0; at < bytes.size();) {
-    const std::span<uint8_t> next = decoder.NextBuffer();
-    const size_t n = std::min(next.size(), bytes.size() - at);
-    std::memcpy(next.data(), bytes.data() + at, n);
-    decoder.Commit(n);
-    at += n;
-  }
-  ASSERT_TRUE(decoder.HasFrame());
-  const ReceivedFrame received = decoder.TakeFrame();
+  const std::vector<ReceivedFrame> frames = push_bundle_test::Feed(decoder, bytes, bytes.size());
+  ASSERT_EQ(frames.size(), 1u);
+  const ReceivedFrame& received = frames[0];
   ASSERT_NE(destination, nullptr);
   EXPECT_EQ(received.payload.raw_data(), destination);
   EXPECT_TRUE(push_bundle_test::SameBytes(WireBundle(received.message, received.payload)[2].value,
