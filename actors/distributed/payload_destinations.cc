@@ -10,6 +10,16 @@ void PayloadDestinations::Expect(const std::string& var, DataType dtype, const S
   expected_[var] = {dtype, shape};
 }
 
+void PayloadDestinations::Admit(ConnectionId connection) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  admitted_.insert(connection);
+}
+
+void PayloadDestinations::Dismiss(ConnectionId connection) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  admitted_.erase(connection);
+}
+
 bool PayloadDestinations::Known(const std::string& var, const proto::TensorProto& tensor) const {
   const auto it = expected_.find(var);
   if (it == expected_.end() || !proto::DataType_IsValid(tensor.dtype()) ||
@@ -20,8 +30,9 @@ bool PayloadDestinations::Known(const std::string& var, const proto::TensorProto
   return std::equal(shape.begin(), shape.end(), tensor.shape().begin(), tensor.shape().end());
 }
 
-Tensor PayloadDestinations::For(const proto::WireMessage& message) const {
+Tensor PayloadDestinations::For(ConnectionId connection, const proto::WireMessage& message) const {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (admitted_only_ && !admitted_.count(connection)) return Tensor();
   const bool value =
       message.kind() == proto::WireMessage::PUSH || message.kind() == proto::WireMessage::VALUE;
   if (value && message.has_tensor() && !message.selected_rows() &&

@@ -158,8 +158,10 @@ struct ParameterServer::State {
   // The trainers' connections (after their HELLO), and who proved what in
   // each open connection's handshake.
   // Where pushed gradients are read (the transport's thread asks): each
-  // gradient's own shape, known from the program.
-  std::shared_ptr<PayloadDestinations> destinations = std::make_shared<PayloadDestinations>();
+  // gradient's own shape, known from the program, on the connections of
+  // trainers that said HELLO.
+  std::shared_ptr<PayloadDestinations> destinations =
+      std::make_shared<PayloadDestinations>(/*admitted_only=*/true);
   std::unique_ptr<Transport> transport;
   std::map<ConnectionId, int> trainer_by_connection;
   std::map<ConnectionId, PeerInfo> connections;
@@ -399,6 +401,7 @@ void HandleHello(State& s, const State::Link& link, const proto::WireMessage& me
   }
   s.trainers[id] = {link, Clock::now(), false};
   s.trainer_by_connection[link.connection] = id;
+  s.destinations->Admit(link.connection);
   s.Log(StrCat("trainer ", id, " connected"));
   if (!s.resumed && s.checkpoints && message.last_step() > 0) {
     for (int64_t step : s.checkpoints->steps()) {
@@ -527,6 +530,7 @@ void HandleFrame(State& s, ConnectionId from, ReceivedFrame& frame) {
 // A connection closed: a trainer that had not said BYE is lost.
 void HandleClose(State& s, ConnectionId id, const std::string& why) {
   s.connections.erase(id);
+  s.destinations->Dismiss(id);
   auto it = s.trainer_by_connection.find(id);
   if (it == s.trainer_by_connection.end()) return;
   const int trainer = it->second;
@@ -641,8 +645,8 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
     s.transport = std::make_unique<Transport>(
         TransportOptions{s.options.token, s.options.limits},
         CallbacksToActor(s.actor,
-                         [known = s.destinations](ConnectionId, const proto::WireMessage& m) {
-                           return known->For(m);
+                         [known = s.destinations](ConnectionId id, const proto::WireMessage& m) {
+                           return known->For(id, m);
                          }));
     s.port = s.transport->Listen(Endpoint{s.options.bind, endpoint.port});
   } catch (...) {

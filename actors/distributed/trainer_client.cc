@@ -237,10 +237,10 @@ void TrainerClient::ConnectAll() {
     links_.push_back(link);  // from here CloseLinks stops the actor
     link->transport = std::make_unique<Transport>(
         TransportOptions{options_.token, options_.limits},
-        CallbacksToActor(link->actor,
-                         [known = link->destinations](ConnectionId, const proto::WireMessage& m) {
-                           return known->For(m);
-                         }));
+        CallbacksToActor(link->actor, [known = link->destinations](ConnectionId id,
+                                                                   const proto::WireMessage& m) {
+          return known->For(id, m);
+        }));
     link->connection = link->transport->Connect(
         ParseEndpoint(endpoint), Hello{PeerRole::kTrainer, options_.trainer_id, {}}, wait);
     caf::anon_send(link->actor, start_atom::value);

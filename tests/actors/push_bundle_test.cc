@@ -246,38 +246,39 @@ TEST(PayloadDestinationsTest, KnownVariablesGetTheirOwnTensorAndNothingElseDoes)
     known.Expect(part.var, part.value.dtype(), part.value.shape());
   }
   const Tensor gradient(DataType::kFloat32, {300, 70});
-  Tensor got = known.For(FramedPush("fc_1.w@GRAD", 1, gradient).message);
+  Tensor got = known.For(1, FramedPush("fc_1.w@GRAD", 1, gradient).message);
   ASSERT_TRUE(got.initialized());
   EXPECT_EQ(got.shape(), gradient.shape());
-  EXPECT_EQ(known.For(FramedValue("fc_1.w@GRAD", 1, gradient).message).shape(), gradient.shape());
+  EXPECT_EQ(known.For(1, FramedValue("fc_1.w@GRAD", 1, gradient).message).shape(),
+            gradient.shape());
   // Unknown, another shape, another dtype, selected rows, compressed, a PULL: none.
-  EXPECT_FALSE(known.For(FramedPush("other", 1, gradient).message).initialized());
+  EXPECT_FALSE(known.For(1, FramedPush("other", 1, gradient).message).initialized());
   EXPECT_FALSE(
-      known.For(FramedPush("fc_1.w@GRAD", 1, Tensor(DataType::kFloat32, {70, 300})).message)
+      known.For(1, FramedPush("fc_1.w@GRAD", 1, Tensor(DataType::kFloat32, {70, 300})).message)
           .initialized());
   EXPECT_FALSE(
-      known.For(FramedPush("fc_1.w@GRAD", 1, Tensor(DataType::kFloat64, {300, 70})).message)
+      known.For(1, FramedPush("fc_1.w@GRAD", 1, Tensor(DataType::kFloat64, {300, 70})).message)
           .initialized());
   SelectedRows rows;
   rows.rows = {0};
   rows.height = 300;
   rows.value = Tensor(DataType::kFloat32, {1, 70});
-  EXPECT_FALSE(known.For(FramedPushRows("fc_1.w@GRAD", 1, rows).message).initialized());
+  EXPECT_FALSE(known.For(1, FramedPushRows("fc_1.w@GRAD", 1, rows).message).initialized());
   proto::WireMessage compressed = WirePull("fc_1.w@GRAD");
   compressed.set_kind(proto::WireMessage::PUSH);
   compressed.mutable_compressed();
-  EXPECT_FALSE(known.For(compressed).initialized());
-  EXPECT_FALSE(known.For(WirePull("fc_1.w@GRAD")).initialized());
+  EXPECT_FALSE(known.For(1, compressed).initialized());
+  EXPECT_FALSE(known.For(1, WirePull("fc_1.w@GRAD")).initialized());
 
   // A bundle of known parts: its carrier; the decoder reads into it.
   const OutgoingFrame frame = EncodeBundleFrame(2, 0, MixedParts());
   const proto::WireMessage bundle = WirePushBundle(2, MixedParts());
   uint64_t total = 0;
   BundleLayout(bundle, &total, "test");
-  EXPECT_EQ(known.For(bundle).bytes(), total);
+  EXPECT_EQ(known.For(1, bundle).bytes(), total);
   const void* destination = nullptr;
   FrameDecoder decoder(FrameLimits{}, "test peer", [&](const proto::WireMessage& m) {
-    Tensor t = known.For(m);
+    Tensor t = known.For(1, m);
     destination = t.initialized() ? t.raw_data() : nullptr;
     return t;
   });
@@ -291,7 +292,27 @@ TEST(PayloadDestinationsTest, KnownVariablesGetTheirOwnTensorAndNothingElseDoes)
                                           MixedParts()[2].value));
   // One part unknown: none.
   known.Expect("fc_0.b@GRAD", DataType::kFloat32, {99});
-  EXPECT_FALSE(known.For(bundle).initialized());
+  EXPECT_FALSE(known.For(1, bundle).initialized());
+}
+
+}  // namespace payload_destinations_test
+}  // namespace rill
+
+namespace rill {
+namespace payload_destinations_test {
+
+// A server's destinations: only on connections admitted (a trainer's, after
+// its HELLO), until dismissed (closed).
+TEST(PayloadDestinationsTest, AdmittedOnlyNamesDestinationsOnAdmittedConnections) {
+  PayloadDestinations known(/*admitted_only=*/true);
+  known.Expect("g", DataType::kFloat32, {4});
+  const proto::WireMessage push = FramedPush("g", 1, Tensor(DataType::kFloat32, {4})).message;
+  EXPECT_FALSE(known.For(7, push).initialized());
+  known.Admit(7);
+  EXPECT_TRUE(known.For(7, push).initialized());
+  EXPECT_FALSE(known.For(8, push).initialized());
+  known.Dismiss(7);
+  EXPECT_FALSE(known.For(7, push).initialized());
 }
 
 }  // namespace payload_destinations_test
