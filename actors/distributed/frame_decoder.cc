@@ -121,10 +121,9 @@ void FrameDecoder::MetaDone() {
   }
   // A bundle's bytes arrive as words (BundleCarrier), a value's as its tensor;
   // either where the destination says, when it names one.
-  bundle_ = frame_.message.kind() == proto::WireMessage::PUSH_BUNDLE;
   const proto::TensorProto& described_tensor = frame_.message.tensor();
-  const DataType dtype = bundle_ ? DataType::kInt64 : FromProto(described_tensor.dtype());
-  const Shape shape = bundle_
+  const DataType dtype = bundle() ? DataType::kInt64 : FromProto(described_tensor.dtype());
+  const Shape shape = bundle()
                           ? Shape{static_cast<int64_t>(header_.payload_bytes / kBundleAlignment)}
                           : Shape(described_tensor.shape().begin(), described_tensor.shape().end());
   payload_ = destination_ ? destination_(frame_.message) : Tensor();
@@ -146,15 +145,15 @@ void FrameDecoder::MetaDone() {
 
 void FrameDecoder::GrowPayload() {
   const proto::TensorProto& described = frame_.message.tensor();
-  const DataType dtype = bundle_ ? DataType::kInt64 : FromProto(described.dtype());
+  const DataType dtype = bundle() ? DataType::kInt64 : FromProto(described.dtype());
   const size_t element = SizeOf(dtype);
   const size_t total = header_.payload_bytes;
   size_t want = std::max(kFirstChunkBytes, 2 * filled_) / element * element;
   Tensor next;
   if (want >= total) {
     want = total;
-    next = bundle_ ? BundleCarrier(total)
-                   : Tensor(dtype, Shape(described.shape().begin(), described.shape().end()));
+    next = bundle() ? BundleCarrier(total)
+                    : Tensor(dtype, Shape(described.shape().begin(), described.shape().end()));
     payload_final_ = true;
   } else {
     next = Tensor(dtype, Shape{static_cast<int64_t>(want / element)});

@@ -82,6 +82,8 @@ class FrameDecoder {
   void GrowMeta();
   void GrowPayload();
   void Finish(ReceivedFrame frame);
+  // The frame in progress is a PUSH_BUNDLE (its meta is parsed).
+  bool bundle() const { return frame_.message.kind() == proto::WireMessage::PUSH_BUNDLE; }
 
   FrameLimits limits_;
   std::string peer_;
@@ -96,7 +98,6 @@ class FrameDecoder {
   size_t payload_capacity_ = 0;
   bool payload_final_ = false;  // payload_ has the message's shape (no more growth)
   bool payload_is_destination_ = false;
-  bool bundle_ = false;  // the frame in progress is a PUSH_BUNDLE
   std::deque<ReceivedFrame> frames_;
 };
 

@@ -7,7 +7,8 @@ namespace rill {
 
 void PayloadDestinations::Expect(const std::string& var, DataType dtype, const Shape& shape) {
   std::lock_guard<std::mutex> lock(mutex_);
-  expected_[var] = {dtype, shape};
+  auto& expected = expected_[var];
+  if (expected.first != dtype || expected.second != shape) expected = {dtype, shape};
 }
 
 void PayloadDestinations::Admit(ConnectionId connection) {
@@ -20,14 +21,17 @@ void PayloadDestinations::Dismiss(ConnectionId connection) {
   admitted_.erase(connection);
 }
 
-bool PayloadDestinations::Known(const std::string& var, const proto::TensorProto& tensor) const {
+const std::pair<DataType, Shape>* PayloadDestinations::Known(
+    const std::string& var, const proto::TensorProto& tensor) const {
   const auto it = expected_.find(var);
   if (it == expected_.end() || !proto::DataType_IsValid(tensor.dtype()) ||
       tensor.dtype() != ToProto(it->second.first)) {
-    return false;
+    return nullptr;
   }
   const Shape& shape = it->second.second;
-  return std::equal(shape.begin(), shape.end(), tensor.shape().begin(), tensor.shape().end());
+  const bool same =
+      std::equal(shape.begin(), shape.end(), tensor.shape().begin(), tensor.shape().end());
+  return same ? &it->second : nullptr;
 }
 
 Tensor PayloadDestinations::For(ConnectionId connection, const proto::WireMessage& message) const {
@@ -35,10 +39,9 @@ Tensor PayloadDestinations::For(ConnectionId connection, const proto::WireMessag
   if (admitted_only_ && !admitted_.count(connection)) return Tensor();
   const bool value =
       message.kind() == proto::WireMessage::PUSH || message.kind() == proto::WireMessage::VALUE;
-  if (value && message.has_tensor() && !message.selected_rows() &&
-      Known(message.var(), message.tensor())) {
-    const auto& [dtype, shape] = expected_.at(message.var());
-    return Tensor(dtype, shape);
+  if (value && message.has_tensor() && !message.selected_rows()) {
+    const auto* known = Known(message.var(), message.tensor());
+    return known ? Tensor(known->first, known->second) : Tensor();
   }
   if (message.kind() != proto::WireMessage::PUSH_BUNDLE || message.parts_size() == 0) {
     return Tensor();

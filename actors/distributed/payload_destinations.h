@@ -50,7 +50,9 @@ class PayloadDestinations {
   Tensor For(ConnectionId connection, const proto::WireMessage& message) const;
 
  private:
-  bool Known(const std::string& var, const proto::TensorProto& tensor) const;
+  // The expected dtype and shape of `var` when `tensor` describes them, else null.
+  const std::pair<DataType, Shape>* Known(const std::string& var,
+                                          const proto::TensorProto& tensor) const;
 
   const bool admitted_only_;
   mutable std::mutex mutex_;

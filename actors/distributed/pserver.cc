@@ -155,13 +155,13 @@ struct ParameterServer::State {
     bool bye = false;
   };
   std::map<int, Trainer> trainers;
-  // The trainers' connections (after their HELLO), and who proved what in
-  // each open connection's handshake.
   // Where pushed gradients are read (the transport's thread asks): each
   // gradient's own shape, known from the program, on the connections of
   // trainers that said HELLO.
   std::shared_ptr<PayloadDestinations> destinations =
       std::make_shared<PayloadDestinations>(/*admitted_only=*/true);
+  // The trainers' connections (after their HELLO), and who proved what in
+  // each open connection's handshake.
   std::unique_ptr<Transport> transport;
   std::map<ConnectionId, int> trainer_by_connection;
   std::map<ConnectionId, PeerInfo> connections;

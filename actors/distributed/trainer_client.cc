@@ -339,7 +339,9 @@ TrainerClient::PushedBytes TrainerClient::PushAll(
   std::vector<size_t> as_is;  // the values that go into the bundle
   for (size_t i = 0; i < values.size(); ++i) {
     const Variable& value = *values[i].second;
-    if (SentAsIs(value) && value.tensor().initialized() && value.tensor().numel() > 0) {
+    const Tensor& dense = value.tensor();
+    if (!value.holds_selected_rows() && dense.initialized() && dense.numel() > 0 &&
+        !Compresses(dense, dense.numel())) {
       as_is.push_back(i);
     } else {
       add(Push(endpoint, values[i].first, value));
@@ -361,11 +363,9 @@ TrainerClient::PushedBytes TrainerClient::PushAll(
   return total;
 }
 
-bool TrainerClient::SentAsIs(const Variable& value) const {
-  if (value.holds_selected_rows()) return false;
-  const Tensor& values = value.tensor();
-  return options_.gradient_compression == GradientCompression::kNone || !values.initialized() ||
-         values.dtype() != DataType::kFloat32 || values.numel() < options_.compression_min_elements;
+bool TrainerClient::Compresses(const Tensor& values, int64_t elements) const {
+  return options_.gradient_compression != GradientCompression::kNone && values.initialized() &&
+         values.dtype() == DataType::kFloat32 && elements >= options_.compression_min_elements;
 }
 
 proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Variable& value,
@@ -379,8 +379,7 @@ proto::WireMessage TrainerClient::PushMessage(const std::string& var, const Vari
   if (rows && values.initialized() && values.rank() >= 1 && values.dim(0) > 0) {
     elements = value.selected_rows().height * (values.numel() / values.dim(0));
   }
-  if (options_.gradient_compression == GradientCompression::kNone || !values.initialized() ||
-      values.dtype() != DataType::kFloat32 || elements < options_.compression_min_elements) {
+  if (!Compresses(values, elements)) {
     bytes->sent = bytes->raw;
     // A copy: the caller may overwrite the value once Push returns, while
     // the frame leaves later from the payload's buffer.

@@ -157,11 +157,12 @@ class TrainerClient : public VarObject {
   // Tells every link actor to stop (they hold the runtime's actor system open).
   void CloseLinks();
   Link& LinkFor(const std::string& endpoint);
+  // Whether `values` (of a value with `elements` elements when dense) leave
+  // compressed, as the options say.
+  bool Compresses(const Tensor& values, int64_t elements) const;
   // The PUSH of `value`, compressed when the options say so (the codes in the
   // message). An uncompressed value is not put in the message: a copy of it
   // goes to *payload, to travel beside it.
-  // Whether `value` leaves as it is (a dense tensor, uncompressed).
-  bool SentAsIs(const Variable& value) const;
   proto::WireMessage PushMessage(const std::string& var, const Variable& value, PushedBytes* bytes,
                                  Tensor* payload);
 
