@@ -21,7 +21,11 @@ namespace rill {
 namespace {
 
 using testing::Append;
+using testing::Feed;
+using testing::FrameBytes;
 using testing::HeaderBytes;
+using testing::Ramp;
+using testing::SameBytes;
 
 const char kPeer[] = "test peer";
 
@@ -35,49 +39,13 @@ proto::WireMessage ValueMessage(proto::WireMessage::Kind kind, const std::string
   return message;
 }
 
-std::vector<uint8_t> Bytes(const OutgoingFrame& frame) {
-  std::vector<uint8_t> bytes(frame.head.begin(), frame.head.end());
-  if (frame.payload.initialized()) {
-    const auto* data = static_cast<const uint8_t*>(frame.payload.raw_data());
-    bytes.insert(bytes.end(), data, data + frame.payload.bytes());
-  }
-  return bytes;
-}
-
-// Feeds `bytes` to the decoder `step` bytes at a time (at most what it asks for).
-void Feed(FrameDecoder& decoder, const std::vector<uint8_t>& bytes, size_t step) {
-  size_t at = 0;
-  while (at < bytes.size()) {
-    const std::span<uint8_t> next = decoder.NextBuffer();
-    ASSERT_FALSE(next.empty());
-    const size_t n = std::min({step, next.size(), bytes.size() - at});
-    std::memcpy(next.data(), bytes.data() + at, n);
-    decoder.Commit(n);
-    at += n;
-  }
-}
-
-Tensor Ramp(DataType dtype, const Shape& shape) {
-  Tensor t(dtype, shape);
-  VisitDataType(dtype, [&]<class T>() {
-    T* x = t.mutable_data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) x[i] = static_cast<T>(i % 1000) - T(3);
-  });
-  return t;
-}
-
-bool SameBytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
-}
-
 TEST(FrameDecoderTest, FramesComeBackWholeHoweverTheBytesAreCut) {
   const Tensor gradient = Ramp(DataType::kFloat32, {300, 70});
-  std::vector<uint8_t> stream = Bytes(EncodeMessageFrame(WirePull("fc_0.w_0"), Tensor()));
-  const std::vector<uint8_t> push = Bytes(
+  std::vector<uint8_t> stream = FrameBytes(EncodeMessageFrame(WirePull("fc_0.w_0"), Tensor()));
+  const std::vector<uint8_t> push = FrameBytes(
       EncodeMessageFrame(ValueMessage(proto::WireMessage::PUSH, "fc_0.w_0@GRAD", 7), gradient));
   stream.insert(stream.end(), push.begin(), push.end());
-  const std::vector<uint8_t> beat = Bytes(EncodeHeartbeatFrame());
+  const std::vector<uint8_t> beat = FrameBytes(EncodeHeartbeatFrame());
   stream.insert(stream.end(), beat.begin(), beat.end());
   for (size_t step : {size_t{1}, size_t{7}, size_t{4096}, stream.size()}) {
     SCOPED_TRACE(step);
@@ -110,7 +78,8 @@ TEST(FrameDecoderTest, PayloadLandsInTheDestinationWithoutAllocating) {
     EXPECT_EQ(message.var(), "emb");
     return destination;
   });
-  Feed(decoder, Bytes(EncodeMessageFrame(ValueMessage(proto::WireMessage::VALUE, "emb", 3), value)),
+  Feed(decoder,
+       FrameBytes(EncodeMessageFrame(ValueMessage(proto::WireMessage::VALUE, "emb", 3), value)),
        1000);
   ASSERT_TRUE(decoder.HasFrame());
   const ReceivedFrame frame = decoder.TakeFrame();
@@ -124,8 +93,8 @@ TEST(FrameDecoderTest, DestinationOfAnotherShapeIsRefused) {
   });
   try {
     Feed(decoder,
-         Bytes(EncodeMessageFrame(ValueMessage(proto::WireMessage::VALUE, "w", 1),
-                                  Ramp(DataType::kFloat32, {4, 5}))),
+         FrameBytes(EncodeMessageFrame(ValueMessage(proto::WireMessage::VALUE, "w", 1),
+                                       Ramp(DataType::kFloat32, {4, 5}))),
          1 << 20);
     FAIL() << "accepted a payload of another shape than its destination";
   } catch (const Error& error) {
@@ -204,8 +173,8 @@ TEST(FrameDecoderTest, PayloadThatDoesNotMatchDtypeTimesShapeIsRefusedBeforeItsB
 TEST(FrameDecoderTest, EmptyMetaIsADefaultMessage) {
   const OutgoingFrame frame = EncodeMessageFrame(proto::WireMessage(), Tensor());
   ASSERT_EQ(frame.head.size(), kFrameHeaderBytes);
-  std::vector<uint8_t> bytes = Bytes(frame);
-  const std::vector<uint8_t> beat = Bytes(EncodeHeartbeatFrame());
+  std::vector<uint8_t> bytes = FrameBytes(frame);
+  const std::vector<uint8_t> beat = FrameBytes(EncodeHeartbeatFrame());
   bytes.insert(bytes.end(), beat.begin(), beat.end());
   FrameDecoder decoder(FrameLimits{}, kPeer);
   Feed(decoder, bytes, 3);

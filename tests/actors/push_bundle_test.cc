@@ -23,56 +23,19 @@ namespace rill {
 namespace push_bundle_test {
 
 using testing::Append;
+using testing::Feed;
+using testing::FrameBytes;
 using testing::HeaderBytes;
+using testing::Ramp;
+using testing::SameBytes;
+using testing::TakeFrames;
 
 const char kPeer[] = "test peer";
 
-// The bytes a connection writes for `frame`: head, then each part padded to
-// whole words.
-std::vector<uint8_t> Bytes(const OutgoingFrame& frame) {
-  std::vector<uint8_t> bytes(frame.head.begin(), frame.head.end());
-  for (const Tensor& part : frame.bundle) {
-    const auto* data = static_cast<const uint8_t*>(part.raw_data());
-    bytes.insert(bytes.end(), data, data + part.bytes());
-    bytes.resize(bytes.size() +
-                 (kBundleAlignment - part.bytes() % kBundleAlignment) % kBundleAlignment);
-  }
-  return bytes;
-}
-
-// Feeds `bytes` to `decoder` `step` at a time; returns the frames.
-std::vector<ReceivedFrame> Feed(FrameDecoder& decoder, const std::vector<uint8_t>& bytes,
-                                size_t step) {
-  std::vector<ReceivedFrame> frames;
-  size_t at = 0;
-  while (at < bytes.size()) {
-    const std::span<uint8_t> next = decoder.NextBuffer();
-    const size_t n = std::min({step, next.size(), bytes.size() - at});
-    std::memcpy(next.data(), bytes.data() + at, n);
-    decoder.Commit(n);
-    at += n;
-    while (decoder.HasFrame()) frames.push_back(decoder.TakeFrame());
-  }
-  return frames;
-}
-
 std::vector<ReceivedFrame> Decode(const std::vector<uint8_t>& bytes, size_t step) {
   FrameDecoder decoder(FrameLimits{}, kPeer);
-  return Feed(decoder, bytes, step);
-}
-
-Tensor Ramp(DataType dtype, const Shape& shape, int seed) {
-  Tensor t(dtype, shape);
-  VisitDataType(dtype, [&]<class T>() {
-    T* x = t.mutable_data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) x[i] = static_cast<T>((i * 7 + seed) % 1000) - T(3);
-  });
-  return t;
-}
-
-bool SameBytes(const Tensor& a, const Tensor& b) {
-  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
-         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
+  Feed(decoder, bytes, step);
+  return TakeFrames(decoder);
 }
 
 std::vector<BundlePart> MixedParts() {
@@ -90,7 +53,7 @@ TEST(PushBundleTest, PartsComeBackBitForBitAsViewsOfOneBufferHoweverTheBytesAreC
   for (size_t i = 0; i < parts.size(); ++i) {
     EXPECT_EQ(frame.bundle[i].raw_data(), parts[i].value.raw_data());
   }
-  const std::vector<uint8_t> bytes = Bytes(frame);
+  const std::vector<uint8_t> bytes = FrameBytes(frame);
   for (size_t step : {size_t{1}, size_t{7}, size_t{4096}, bytes.size()}) {
     SCOPED_TRACE(step);
     std::vector<ReceivedFrame> frames = Decode(bytes, step);
@@ -282,14 +245,15 @@ TEST(PayloadDestinationsTest, KnownVariablesGetTheirOwnTensorAndNothingElseDoes)
     destination = t.initialized() ? t.raw_data() : nullptr;
     return t;
   });
-  const std::vector<uint8_t> bytes = push_bundle_test::Bytes(frame);
-  const std::vector<ReceivedFrame> frames = push_bundle_test::Feed(decoder, bytes, bytes.size());
+  const std::vector<uint8_t> bytes = testing::FrameBytes(frame);
+  testing::Feed(decoder, bytes, bytes.size());
+  const std::vector<ReceivedFrame> frames = testing::TakeFrames(decoder);
   ASSERT_EQ(frames.size(), 1u);
   const ReceivedFrame& received = frames[0];
   ASSERT_NE(destination, nullptr);
   EXPECT_EQ(received.payload.raw_data(), destination);
-  EXPECT_TRUE(push_bundle_test::SameBytes(WireBundle(received.message, received.payload)[2].value,
-                                          MixedParts()[2].value));
+  EXPECT_TRUE(testing::SameBytes(WireBundle(received.message, received.payload)[2].value,
+                                 MixedParts()[2].value));
   // One part unknown: none.
   known.Expect("fc_0.b@GRAD", DataType::kFloat32, {99});
   EXPECT_FALSE(known.For(1, bundle).initialized());

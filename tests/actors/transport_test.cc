@@ -22,6 +22,7 @@ using namespace std::chrono_literals;
 using testing::EchoServer;
 using testing::Inbox;
 using testing::QuietLog;
+using testing::Ramp;
 using testing::RawSocket;
 using testing::TestTransportOptions;
 using testing::WaitFor;
@@ -125,15 +126,6 @@ TEST(TransportTest, ConnectingWhereNothingListensFailsInBoundedTimeNamingTheEndp
   }
 }
 
-Tensor Filled(DataType dtype, const Shape& shape, int seed) {
-  Tensor t(dtype, shape);
-  VisitDataType(dtype, [&]<class T>() {
-    T* x = t.mutable_data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) x[i] = static_cast<T>((i * 7 + seed) % 1013) - T(500);
-  });
-  return t;
-}
-
 // Tensors of each dtype and of sizes from empty to 4 MB go to an echo server
 // and come back with the same bytes, dtype and shape; several frames queued at
 // once keep their order.
@@ -154,7 +146,7 @@ TEST(TransportTest, TensorsOfSeveralDtypesAndSizesRoundTrip) {
   };
   std::vector<Tensor> sent;
   for (size_t i = 0; i < cases.size(); ++i) {
-    sent.push_back(Filled(cases[i].dtype, cases[i].shape, static_cast<int>(i)));
+    sent.push_back(Ramp(cases[i].dtype, cases[i].shape, static_cast<int>(i)));
     proto::WireMessage push;
     push.set_kind(proto::WireMessage::PUSH);
     push.set_var(StrCat("v", i));
@@ -193,7 +185,7 @@ TEST(TransportTest, PayloadIsReadIntoTheDestinationTensor) {
   };
   Transport client(TestTransportOptions(), callbacks);
   const ConnectionId to = client.Connect(Loopback(server.port()), Hello{}, 10s);
-  const Tensor value = Filled(DataType::kFloat64, {512, 33}, 9);
+  const Tensor value = Ramp(DataType::kFloat64, {512, 33}, 9);
   proto::WireMessage push;
   push.set_kind(proto::WireMessage::PUSH);
   push.set_var("w");

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -212,6 +213,53 @@ std::vector<uint8_t> HeaderBytes(uint16_t kind, uint32_t meta, uint64_t payload)
   header.payload_bytes = payload;
   const auto bytes = EncodeFrameHeader(header);
   return {bytes.begin(), bytes.end()};
+}
+
+std::vector<uint8_t> FrameBytes(const OutgoingFrame& frame) {
+  std::vector<uint8_t> bytes(frame.head.begin(), frame.head.end());
+  auto append = [&bytes](const Tensor& t) {
+    const auto* data = static_cast<const uint8_t*>(t.raw_data());
+    bytes.insert(bytes.end(), data, data + t.bytes());
+  };
+  if (frame.payload.initialized()) append(frame.payload);
+  for (const Tensor& part : frame.bundle) {
+    append(part);
+    bytes.resize(bytes.size() +
+                 (kBundleAlignment - part.bytes() % kBundleAlignment) % kBundleAlignment);
+  }
+  return bytes;
+}
+
+void Feed(FrameDecoder& decoder, const std::vector<uint8_t>& bytes, size_t step) {
+  size_t at = 0;
+  while (at < bytes.size()) {
+    const std::span<uint8_t> next = decoder.NextBuffer();
+    ASSERT_FALSE(next.empty());
+    const size_t n = std::min({step, next.size(), bytes.size() - at});
+    std::memcpy(next.data(), bytes.data() + at, n);
+    decoder.Commit(n);
+    at += n;
+  }
+}
+
+std::vector<ReceivedFrame> TakeFrames(FrameDecoder& decoder) {
+  std::vector<ReceivedFrame> frames;
+  while (decoder.HasFrame()) frames.push_back(decoder.TakeFrame());
+  return frames;
+}
+
+Tensor Ramp(DataType dtype, const Shape& shape, int seed) {
+  Tensor t(dtype, shape);
+  VisitDataType(dtype, [&]<class T>() {
+    T* x = t.mutable_data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) x[i] = static_cast<T>((i * 7 + seed) % 1013) - T(500);
+  });
+  return t;
+}
+
+bool SameBytes(const Tensor& a, const Tensor& b) {
+  return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+         std::memcmp(a.raw_data(), b.raw_data(), a.bytes()) == 0;
 }
 
 }  // namespace rill::testing

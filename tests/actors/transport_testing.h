@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "actors/distributed/frame_decoder.h"
+#include "actors/distributed/frame_encoder.h"
 #include "actors/distributed/transport.h"
 #include "tests/testing/captured_log.h"
 
@@ -115,5 +117,18 @@ void Append(std::vector<uint8_t>& bytes, const std::string& text);
 
 // The encoded fixed header of a frame of `kind` claiming these sizes.
 std::vector<uint8_t> HeaderBytes(uint16_t kind, uint32_t meta, uint64_t payload);
+
+// The bytes a connection writes for `frame`: its head, then its payload or its
+// bundle's parts, each padded with zeros to whole words.
+std::vector<uint8_t> FrameBytes(const OutgoingFrame& frame);
+
+// Feeds `bytes` to `decoder` `step` bytes at a time (at most what it asks
+// for); the frames stay in the decoder (TakeFrames).
+void Feed(FrameDecoder& decoder, const std::vector<uint8_t>& bytes, size_t step);
+std::vector<ReceivedFrame> TakeFrames(FrameDecoder& decoder);
+
+// A tensor of `dtype` x `shape` whose values depend on their index and `seed`.
+Tensor Ramp(DataType dtype, const Shape& shape, int seed = 0);
+bool SameBytes(const Tensor& a, const Tensor& b);
 
 }  // namespace rill::testing
