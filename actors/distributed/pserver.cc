@@ -138,6 +138,10 @@ struct ParameterServer::State {
   };
   struct Served {
     std::string grad, param;
+    // The parameter's: what each pushed gradient must be (dense, or as the
+    // dense tensor its selected rows stand for).
+    DataType dtype = DataType::kFloat32;
+    Shape shape;
     std::unique_ptr<PreparedBlock> block;
     int64_t version = 0;
     std::map<int, Variable> parts;  // this round's gradients, by trainer
@@ -318,25 +322,44 @@ void Apply(State& s, State::Served& block, int64_t step) {
   if (s.config.sync) SendStanding(s, block);
 }
 
-// `trainer`'s gradient `var` of `step`: kept until every trainer's came
-// (sync), then their mean applied; applied at once (async).
-void HandleGradient(State& s, int trainer, const std::string& var, int64_t step, Variable part) {
+// The block that receives `trainer`'s gradient `var` of `step`, after the
+// checks of what the sender may get wrong: a variable this server receives,
+// after the RESUME, the step the block waits for and once per trainer (sync),
+// and the parameter's dtype and shape (dense, or the dense shape of selected
+// rows). Nothing is kept or changed before they all pass.
+State::Served& Receiving(State& s, int trainer, const std::string& var, int64_t step,
+                         const Variable& part) {
   auto it = s.by_grad.find(var);
   RILL_CHECK(it != s.by_grad.end(), kNotFound, "trainer ", trainer, " pushed \"", var,
              "\", which this server does not receive");
   RILL_CHECK(s.resumed, kInvalidArgument, "trainer ", trainer, " pushed \"", var,
              "\" before a RESUME said which step the job starts from");
   State::Served& block = s.served[it->second];
+  const Tensor& value = part.holds_selected_rows() ? part.selected_rows().value : part.tensor();
+  const Shape shape =
+      part.holds_selected_rows() ? part.selected_rows().DenseShape() : value.shape();
+  RILL_CHECK(value.dtype() == block.dtype && shape == block.shape, kInvalidArgument, "trainer ",
+             trainer, " pushed \"", var, "\" as ", DataTypeName(value.dtype()), " ",
+             ShapeToString(shape), part.holds_selected_rows() ? " (selected rows)" : "",
+             "; its parameter \"", block.param, "\" is ", DataTypeName(block.dtype), " ",
+             ShapeToString(block.shape));
+  if (!s.config.sync) return block;
+  RILL_CHECK(step == block.version + 1, kInvalidArgument, "trainer ", trainer, " pushed \"", var,
+             "\" for step ", step, "; this server expects step ", block.version + 1);
+  RILL_CHECK(!block.parts.count(trainer), kInvalidArgument, "trainer ", trainer, " pushed \"", var,
+             "\" twice for step ", step);
+  return block;
+}
+
+// A checked gradient (Receiving): kept until every trainer's came (sync),
+// then their mean applied; applied at once (async).
+void TakeGradient(State& s, State::Served& block, int trainer, int64_t step, Variable part) {
   Variable* grad = s.scope.Var(block.grad);
   if (!s.config.sync) {
     *grad = std::move(part);
     Apply(s, block, step);
     return;
   }
-  RILL_CHECK(step == block.version + 1, kInvalidArgument, "trainer ", trainer, " pushed \"", var,
-             "\" for step ", step, "; this server expects step ", block.version + 1);
-  RILL_CHECK(!block.parts.count(trainer), kInvalidArgument, "trainer ", trainer, " pushed \"", var,
-             "\" twice for step ", step);
   block.parts[trainer] = std::move(part);
   if (static_cast<int>(block.parts.size()) < s.config.trainers) return;
   MeanInto(block.parts, s.config.trainers, grad);
@@ -351,16 +374,22 @@ void HandlePush(State& s, int trainer, const proto::WireMessage& message, Tensor
   } else {
     *part.mutable_tensor() = WireTensor(message, std::move(payload));
   }
-  HandleGradient(s, trainer, message.var(), message.step(), std::move(part));
+  State::Served& block = Receiving(s, trainer, message.var(), message.step(), part);
+  TakeGradient(s, block, trainer, message.step(), std::move(part));
 }
 
-// A bundle's parts, each as its own PUSH (views into the one payload).
+// A bundle's parts, each as its own PUSH (views into the one payload), all
+// checked before the first is taken: a bundle is refused whole.
 void HandleBundle(State& s, int trainer, const proto::WireMessage& message, const Tensor& payload) {
-  for (BundlePart& bundled : WireBundle(message, payload)) {
+  std::vector<BundlePart> bundled = WireBundle(message, payload);
+  std::vector<std::pair<State::Served*, Variable>> parts;
+  for (BundlePart& b : bundled) {
     Variable part;
-    *part.mutable_tensor() = std::move(bundled.value);
-    HandleGradient(s, trainer, bundled.var, message.step(), std::move(part));
+    *part.mutable_tensor() = std::move(b.value);
+    parts.emplace_back(&Receiving(s, trainer, b.var, message.step(), part), std::move(part));
   }
+  for (auto& [block, part] : parts)
+    TakeGradient(s, *block, trainer, message.step(), std::move(part));
 }
 
 // The steps this server can start from, newest first, as a HELLO reply says
@@ -633,6 +662,8 @@ ParameterServer::ParameterServer(const proto::ProgramDesc& main, const proto::Pr
         s.scope.FindVar(served.param) && s.scope.FindVar(served.param)->tensor().initialized(),
         kInvalidArgument, s.name, ": parameter \"", served.param, "\" has no value after startup");
     const Tensor& param = s.scope.FindVar(served.param)->tensor();
+    served.dtype = param.dtype();
+    served.shape = param.shape();
     s.destinations->Expect(served.grad, param.dtype(), param.shape());
     s.by_grad[served.grad] = i;
     s.by_param[served.param] = i;

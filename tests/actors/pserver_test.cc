@@ -306,6 +306,7 @@ class RawTrainer {
   void Send(const proto::WireMessage& message, const Tensor& payload = Tensor()) {
     transport_->Send(connection_, EncodeMessageFrame(message, payload));
   }
+  void Send(OutgoingFrame frame) { transport_->Send(connection_, std::move(frame)); }
 
   // The server's next answer, or an empty message after `limit`.
   proto::WireMessage Next(std::chrono::milliseconds limit = 5000ms) {
@@ -437,6 +438,83 @@ TEST(ParameterServer, AStandingPullBringsEachVersionWithoutAnotherPull) {
     }
     raw.Send(WireBye(0));
     serving.get();
+  }
+}
+
+// What a trainer that said HELLO may still get wrong about a gradient (another
+// shape or dtype than its parameter's, a variable the server does not receive,
+// one part of a bundle) is refused naming it, and nothing of it is kept: a
+// bundle is refused whole, so the same step's correct bundle is then taken
+// (sync: before, its first part counted and the retry was "twice for step 1").
+// An async server, which applies a push at once, keeps serving too (before, the
+// optimizer failed on the shape and ended the serve).
+TEST(ParameterServer, AGradientOfAnotherShapeOrABadBundleIsRefusedWhole) {
+  Model m;
+  BuildModel(&m);
+  Scope initial;
+  Executor().Run(m.startup.desc(), &initial);
+  ASSERT_GE(m.params.size(), 2u);
+  const std::string a = m.params[0], b = m.params[1];
+  const Shape shape_a = initial.FindVar(a)->tensor().shape();
+  const Shape shape_b = initial.FindVar(b)->tensor().shape();
+  Shape wider = shape_a;
+  wider.back() += 1;
+  for (bool sync : {true, false}) {
+    SCOPED_TRACE(sync ? "sync" : "async");
+    std::vector<std::string> placeholders = {"127.0.0.1:1"};
+    TranspileOptions plan_options;
+    plan_options.trainers = 1;
+    plan_options.pservers = placeholders;
+    plan_options.sync_mode = sync;
+    TranspileResult plan = Transpile(m.main.desc(), m.startup.desc(), plan_options);
+    ParameterServerOptions options;
+    options.log = [](const std::string&) {};
+    auto runtime = std::make_shared<Runtime>(1, 1);
+    ParameterServer server(plan.servers[0].main, plan.servers[0].startup, options, runtime);
+    auto serving = std::async(std::launch::async, [&server] { server.Serve(); });
+    RawTrainer raw("127.0.0.1:" + std::to_string(server.port()), 0, "");
+    ASSERT_EQ(raw.Ask(WireHello(0)).kind(), proto::WireMessage::HELLO);
+    ASSERT_EQ(raw.Ask(WireResume(0, 0)).kind(), proto::WireMessage::RESUME);
+    const auto grad = [](const Shape& shape, uint64_t seed, DataType dtype = DataType::kFloat32) {
+      return RandomTensor(shape, seed, -1, 1, dtype);
+    };
+
+    FramedWire wrong = FramedPush(a + "@GRAD", 1, grad(wider, 1));
+    raw.Send(wrong.message, wrong.payload);
+    proto::WireMessage answer = raw.Next();
+    ASSERT_EQ(answer.kind(), proto::WireMessage::ERROR);
+    EXPECT_NE(answer.error().find("pushed \"" + a + "@GRAD\" as float32 " + ShapeToString(wider)),
+              std::string::npos)
+        << answer.error();
+    EXPECT_NE(answer.error().find(ShapeToString(shape_a)), std::string::npos) << answer.error();
+    FramedWire doubles = FramedPush(a + "@GRAD", 1, grad(shape_a, 2, DataType::kFloat64));
+    raw.Send(doubles.message, doubles.payload);
+    answer = raw.Next();
+    EXPECT_NE(answer.error().find("as float64"), std::string::npos) << answer.error();
+
+    raw.Send(
+        EncodeBundleFrame(1, 0, {{a + "@GRAD", grad(shape_a, 3)}, {"nothing@GRAD", grad({2}, 4)}}));
+    answer = raw.Next();
+    EXPECT_NE(answer.error().find("\"nothing@GRAD\", which this server does not receive"),
+              std::string::npos)
+        << answer.error();
+    raw.Send(
+        EncodeBundleFrame(1, 0, {{a + "@GRAD", grad(shape_a, 5)}, {b + "@GRAD", grad(wider, 6)}}));
+    answer = raw.Next();
+    EXPECT_NE(answer.error().find("pushed \"" + b + "@GRAD\""), std::string::npos)
+        << answer.error();
+
+    // Nothing of the refused pushes was kept: the step's correct bundle is taken.
+    raw.Send(EncodeBundleFrame(1, 0,
+                               {{a + "@GRAD", grad(shape_a, 7)}, {b + "@GRAD", grad(shape_b, 8)}}));
+    EXPECT_EQ(raw.Next(300ms).kind(), proto::WireMessage::KIND_INVALID);  // no ERROR
+    proto::WireMessage pull = WirePull(a);
+    pull.set_step(1);
+    answer = raw.Ask(pull);
+    ASSERT_EQ(answer.kind(), proto::WireMessage::VALUE) << answer.error();
+    EXPECT_EQ(answer.step(), 1);
+    raw.Send(WireBye(0));
+    EXPECT_NO_THROW(serving.get());
   }
 }
 
