@@ -73,9 +73,8 @@ fi
 grep -m1 "Rill: CUDA" "$log" || true
 
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-# glibc malloc thresholds fixed for both sides, as mlp_vs_torch.sh explains:
-# PyTorch's host-side step time must not depend on its allocation history.
-export MALLOC_MMAP_THRESHOLD_=16777216 MALLOC_TRIM_THRESHOLD_=33554432
+# glibc malloc as malloc.env sets it, for both sides (why: see there).
+[[ ${RILL_BENCH_MALLOC:-fixed} == default ]] || { set -a; . tools/bench/malloc.env; set +a; }
 list() { local IFS=,; echo "$*"; }
 # A hung device run ends in time: the measurements and generous start-up.
 limit=$(awk -v s="$seconds" -v n=$((${#models[@]} * ${#batches[@]})) 'BEGIN { print int(n * s + 600) }')

@@ -20,16 +20,11 @@
 # are 784 x 256 floats, 800 KB). With glibc's default, dynamic thresholds, a
 # process that has not yet freed a large block gives such blocks back to the
 # kernel at free and faults them in again at the next step: measured here,
-# 10-14 ms a step at batch 64 instead of 1.5-3 (aten::div, which allocates its
-# result, took 1.2-1.4 ms a call). Whether it happens depends on what the
-# process allocated before (loading the dataset frees a large block and so
-# avoids it), which once made this benchmark report PyTorch ten times slower
-# than it is. Both sides therefore run with fixed thresholds (blocks up to
-# 16 MiB from the heap, which is trimmed past 32 MiB), as glibc would set them
-# after freeing a 16 MiB block; Rill reuses its buffers and does not depend on
-# them. RILL_BENCH_MALLOC=default leaves glibc's defaults (with a fixed mmap
-# threshold of 128 KiB, which disables the dynamic one, PyTorch's slow path
-# shows every time: MALLOC_MMAP_THRESHOLD_=131072).
+# 10-14 ms a step at batch 64 instead of 1.5-3. Whether it happens depends on
+# what the process allocated before, which once made this benchmark report
+# PyTorch ten times slower than it is. Both sides therefore run with
+# tools/bench/malloc.env (no block mapped on its own, the heap kept);
+# RILL_BENCH_MALLOC=default leaves glibc's defaults.
 #
 # Python: the same step through Rill's Python front end (tools/bench/python_mlp.py:
 # the same program built with rill.layers, rill.Executor, the same batches,
@@ -52,9 +47,8 @@ build_dir=${RILL_BUILD_DIR:-build}
 RILL_TARGETS=mlp_benchmark bash tools/build.sh >/dev/null
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores before the runs"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-if [[ ${RILL_BENCH_MALLOC:-fixed} != default ]]; then
-  export MALLOC_MMAP_THRESHOLD_=16777216 MALLOC_TRIM_THRESHOLD_=33554432
-fi
+# glibc malloc as malloc.env sets it, for both sides (why: see there).
+[[ ${RILL_BENCH_MALLOC:-fixed} == default ]] || { set -a; . tools/bench/malloc.env; set +a; }
 rill=$("$build_dir/tools/bench/mlp_benchmark" "$seconds" "${batches[@]}")
 torch=$(/usr/bin/python3 tools/bench/torch_mlp.py "$seconds" "${batches[@]}")
 python=

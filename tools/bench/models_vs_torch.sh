@@ -40,7 +40,8 @@ rill=$build_dir/tools/rill/rill
 [[ -x $rill ]] || { echo "models_vs_torch: $rill is not built (RILL_BUILD_DIR?)"; exit 1; }
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores before the runs"
 export OMP_NUM_THREADS=1
-export MALLOC_MMAP_THRESHOLD_=16777216 MALLOC_TRIM_THRESHOLD_=33554432
+# glibc malloc as malloc.env sets it, for both sides (why: see there).
+[[ ${RILL_BENCH_MALLOC:-fixed} == default ]] || { set -a; . tools/bench/malloc.env; set +a; }
 work=$(mktemp -d /tmp/rill-models-vs-torch-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 

@@ -10,9 +10,8 @@ in file order, as many as the run needs up to the whole set, cycled). Each
 global batch is cut in two: rank r trains on rows [r * B/2, (r + 1) * B/2).
 
 Each process runs one torch thread and one OpenBLAS thread, and glibc's malloc
-with the fixed thresholds mlp_vs_torch.sh explains (RILL_BENCH_MALLOC=default
-leaves them): the script re-executes itself with that environment if it was
-not given it. WARMUP steps (default 5; DDP builds its buckets in the first) are
+with the settings of malloc.env (RILL_BENCH_MALLOC=default leaves glibc's):
+the script re-executes itself with that environment if it was not given it. WARMUP steps (default 5; DDP builds its buckets in the first) are
 not timed; then both ranks meet at a barrier and time STEPS steps, as a Rill
 trainer times its epoch's training loop (start-up and evaluation outside).
 Global samples/s = STEPS * B / the slower rank's seconds.
@@ -28,10 +27,10 @@ Plausibility, checked after the run, each failure said on stderr (prefix
   the DDP run, with the same data, threads and steps; the all-reduce is timed
   alone by the two ranks after their loop (median of 20);
 - a rank may spend at most 30% of its CPU time in the kernel during the timed
-  steps (getrusage; 18% is usual here for the MLP and the CNN at batch 64): more
-  is page faults of large tensors (glibc maps every allocation above its mmap
-  threshold afresh, 16 MiB here and at most 32 MiB), whose cost depends on the
-  virtual machine, not on PyTorch.
+  steps (getrusage; 15-30% is usual here for the MLP, whose gloo all-reduces
+  are most of it, 2-17% for the CNN): more is page faults of tensors malloc
+  maps afresh every step (malloc.env; RILL_BENCH_MALLOC=default shows them),
+  whose cost depends on the virtual machine, not on PyTorch.
 
 Prints one JSON line: global_batch, steps, samples_per_sec (global),
 step_ms, rank_seconds, single_samples_per_sec, single_step_ms, allreduce_ms,
@@ -43,7 +42,9 @@ import sys
 
 _ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
 if os.environ.get("RILL_BENCH_MALLOC", "fixed") != "default":
-    _ENV.update(MALLOC_MMAP_THRESHOLD_="16777216", MALLOC_TRIM_THRESHOLD_="33554432")
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "malloc.env")) as f:
+        _ENV.update(line.strip().split("=", 1) for line in f
+                    if line.strip() and not line.startswith("#"))
 if any(os.environ.get(k) != v for k, v in _ENV.items()):
     # OpenBLAS and malloc read these when the process starts.
     os.execve(sys.executable, [sys.executable] + sys.argv, {**os.environ, **_ENV})
@@ -193,11 +194,11 @@ def main():
                         "DDP is not on its usual path")
     if kernel_share > KERNEL_SHARE_LIMIT:
         warnings.append(f"a rank spent {kernel_share:.0%} of its CPU time in the kernel during "
-                        "the timed steps (page faults: tensors above malloc's mmap threshold are "
-                        "mapped and faulted in afresh every step, which costs far more on some "
-                        "virtual machines than on others)")
+                        "the timed steps (page faults? see malloc.env: tensors malloc maps on "
+                        "their own are faulted in afresh every step)")
     for w in warnings:
-        print(f"torch_ddp: IMPLAUSIBLE at global batch {global_batch}: {w}", file=sys.stderr)
+        print(f"torch_ddp: IMPLAUSIBLE ({name}, global batch {global_batch}): {w}",
+              file=sys.stderr)
     print(json.dumps({
         "model": name, "global_batch": global_batch, "steps": steps,
         "samples_per_sec": round(rate, 1),

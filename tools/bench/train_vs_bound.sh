@@ -29,8 +29,8 @@ RILL_SETUP_TORCH=1 bash tools/setup.sh >/dev/null
 RILL_TARGETS="mlp_benchmark rill_cli" bash tools/build.sh >/dev/null
 echo "load average $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores before the runs"
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1
-# PyTorch's temporaries with glibc's fixed thresholds (see mlp_vs_torch.sh).
-export MALLOC_MMAP_THRESHOLD_=16777216 MALLOC_TRIM_THRESHOLD_=33554432
+# glibc malloc as malloc.env sets it, for both sides (why: see there).
+[[ ${RILL_BENCH_MALLOC:-fixed} == default ]] || { set -a; . tools/bench/malloc.env; set +a; }
 
 /usr/bin/python3 - "$build_dir" "$rounds" "$seconds" <<'PY'
 import json, statistics, subprocess, sys
