@@ -382,6 +382,35 @@ std::pair<std::string, Shape> UnslicedParam(const Model& m) {
   return {};
 }
 
+// The one server of a one-trainer job (sync or async; every parameter whole),
+// serving on a free port until its trainer says BYE.
+struct OneTrainerServer {
+  static TranspileResult Plan(const Model& m, bool sync) {
+    TranspileOptions options;
+    options.trainers = 1;
+    options.pservers = {"127.0.0.1:1"};
+    options.sync_mode = sync;
+    return Transpile(m.main.desc(), m.startup.desc(), options);
+  }
+  static ParameterServerOptions Quiet() {
+    ParameterServerOptions options;
+    options.log = [](const std::string&) {};
+    return options;
+  }
+
+  OneTrainerServer(const Model& m, bool sync)
+      : plan(Plan(m, sync)),
+        server(plan.servers[0].main, plan.servers[0].startup, Quiet(),
+               std::make_shared<Runtime>(1, 1)),
+        serving(std::async(std::launch::async, [this] { server.Serve(); })),
+        endpoint("127.0.0.1:" + std::to_string(server.port())) {}
+
+  TranspileResult plan;
+  ParameterServer server;
+  std::future<void> serving;
+  std::string endpoint;
+};
+
 // A standing PULL on a sync server: the value comes once the server is at the
 // asked step, then again after each update, each VALUE marked standing, with
 // no PULL in between; a second standing pull of the variable is refused. An
@@ -392,21 +421,8 @@ TEST(ParameterServer, AStandingPullBringsEachVersionWithoutAnotherPull) {
   const auto [param, shape] = UnslicedParam(m);
   for (bool sync : {true, false}) {
     SCOPED_TRACE(sync ? "sync" : "async");
-    std::vector<std::string> placeholders = {"127.0.0.1:1"};
-    TranspileOptions plan_options;
-    plan_options.trainers = 1;
-    plan_options.pservers = placeholders;
-    plan_options.min_slice_rows = 2;
-    plan_options.min_slice_elements = 64;
-    plan_options.sync_mode = sync;
-    TranspileResult plan = Transpile(m.main.desc(), m.startup.desc(), plan_options);
-    ParameterServerOptions options;
-    options.log = [](const std::string&) {};
-    auto runtime = std::make_shared<Runtime>(1, 1);
-    ParameterServer server(plan.servers[0].main, plan.servers[0].startup, options, runtime);
-    auto serving = std::async(std::launch::async, [&server] { server.Serve(); });
-    const std::string endpoint = "127.0.0.1:" + std::to_string(server.port());
-    RawTrainer raw(endpoint, 0, "");
+    OneTrainerServer job(m, sync);
+    RawTrainer raw(job.endpoint, 0, "");
     ASSERT_EQ(raw.Ask(WireHello(0)).kind(), proto::WireMessage::HELLO);
     ASSERT_EQ(raw.Ask(WireResume(0, 0)).kind(), proto::WireMessage::RESUME);
     proto::WireMessage pull = WirePull(param);
@@ -437,7 +453,7 @@ TEST(ParameterServer, AStandingPullBringsEachVersionWithoutAnotherPull) {
       EXPECT_EQ(raw.Next(300ms).kind(), proto::WireMessage::KIND_INVALID);
     }
     raw.Send(WireBye(0));
-    serving.get();
+    job.serving.get();
   }
 }
 
@@ -461,18 +477,8 @@ TEST(ParameterServer, AGradientOfAnotherShapeOrABadBundleIsRefusedWhole) {
   wider.back() += 1;
   for (bool sync : {true, false}) {
     SCOPED_TRACE(sync ? "sync" : "async");
-    std::vector<std::string> placeholders = {"127.0.0.1:1"};
-    TranspileOptions plan_options;
-    plan_options.trainers = 1;
-    plan_options.pservers = placeholders;
-    plan_options.sync_mode = sync;
-    TranspileResult plan = Transpile(m.main.desc(), m.startup.desc(), plan_options);
-    ParameterServerOptions options;
-    options.log = [](const std::string&) {};
-    auto runtime = std::make_shared<Runtime>(1, 1);
-    ParameterServer server(plan.servers[0].main, plan.servers[0].startup, options, runtime);
-    auto serving = std::async(std::launch::async, [&server] { server.Serve(); });
-    RawTrainer raw("127.0.0.1:" + std::to_string(server.port()), 0, "");
+    OneTrainerServer job(m, sync);
+    RawTrainer raw(job.endpoint, 0, "");
     ASSERT_EQ(raw.Ask(WireHello(0)).kind(), proto::WireMessage::HELLO);
     ASSERT_EQ(raw.Ask(WireResume(0, 0)).kind(), proto::WireMessage::RESUME);
     const auto grad = [](const Shape& shape, uint64_t seed, DataType dtype = DataType::kFloat32) {
@@ -514,7 +520,7 @@ TEST(ParameterServer, AGradientOfAnotherShapeOrABadBundleIsRefusedWhole) {
     ASSERT_EQ(answer.kind(), proto::WireMessage::VALUE) << answer.error();
     EXPECT_EQ(answer.step(), 1);
     raw.Send(WireBye(0));
-    EXPECT_NO_THROW(serving.get());
+    EXPECT_NO_THROW(job.serving.get());
   }
 }
 
