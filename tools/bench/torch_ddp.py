@@ -11,8 +11,9 @@ global batch is cut in two: rank r trains on rows [r * B/2, (r + 1) * B/2).
 
 Each process runs one torch thread and one OpenBLAS thread, and glibc's malloc
 with the settings of malloc.env (RILL_BENCH_MALLOC=default leaves glibc's):
-the script re-executes itself with that environment if it was not given it. WARMUP steps (default 5; DDP builds its buckets in the first) are
-not timed; then both ranks meet at a barrier and time STEPS steps, as a Rill
+the script re-executes itself with that environment if it was not given it.
+WARMUP steps (default 5; DDP builds its buckets in the first) are not timed;
+then both ranks meet at a barrier and time STEPS steps, as a Rill
 trainer times its epoch's training loop (start-up and evaluation outside).
 Global samples/s = STEPS * B / the slower rank's seconds.
 
