@@ -173,7 +173,8 @@ def main():
     name = sys.argv[4] if len(sys.argv) > 4 else "mlp"
     if global_batch % RANKS or steps < 1 or warmup < 1:
         sys.exit(f"torch_ddp: global batch {global_batch} must be even, steps and warm-up >= 1")
-    results = mp.get_context("spawn").SimpleQueue()
+    spawn = mp.get_context("spawn")
+    results = spawn.SimpleQueue()
     mp.spawn(worker, args=(free_port(), global_batch, steps, warmup, name, results), nprocs=RANKS)
     ranks = results.get()
     seconds = max(r[0] for r in ranks)
@@ -182,15 +183,13 @@ def main():
     last_loss = statistics.fmean(r[2] for r in ranks)
     allreduce_ms = max(r[3] for r in ranks)
     kernel_share = max(r[5] for r in ranks)
-    spawn = mp.get_context("spawn")
-    single_results = spawn.SimpleQueue()
     single_run = spawn.Process(target=single_process,
-                               args=(global_batch, steps, warmup, name, single_results))
+                               args=(global_batch, steps, warmup, name, results))
     single_run.start()
     single_run.join()
     if single_run.exitcode != 0:
         sys.exit(f"torch_ddp: the single-process run failed (exit {single_run.exitcode})")
-    single = single_results.get()
+    single = results.get()
     step_ms = seconds / steps * 1e3
     single_step_ms = global_batch / single * 1e3
 
