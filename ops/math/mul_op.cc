@@ -42,7 +42,7 @@ void MulShape(ShapeContext& ctx) {
 void MulKernel(KernelContext& ctx) {
   const auto product = []<class T>(const MulOperands& m, const T* a, const T* b, Tensor* out) {
     T* c = out->Allocate<T>(m.out_shape);
-    GemmRowParts<T>(false, m.x.rows, m.y.cols, m.x.cols, a, b, c);
+    GemmParts<T>(false, false, m.x.rows, m.y.cols, m.x.cols, a, b, c);
   };
   RunGemm(ctx, ResolveMul, product);
 }
@@ -53,7 +53,7 @@ void MulGradKernel(KernelContext& ctx) {
     if (Tensor* dx_t = io.dx) {
       T* dx = dx_t->Allocate<T>(io.x_shape);
       if (io.dout) {
-        GemmRowParts<T>(true, m.x.rows, m.x.cols, m.y.cols, io.dout, io.y, dx);
+        GemmParts<T>(false, true, m.x.rows, m.x.cols, m.y.cols, io.dout, io.y, dx);
       } else {
         dx_t->Fill(0);
       }
@@ -61,7 +61,7 @@ void MulGradKernel(KernelContext& ctx) {
     if (Tensor* dy_t = io.dy) {
       T* dy = dy_t->Allocate<T>(io.y_shape);
       if (io.dout) {
-        Gemm<T>(true, false, m.y.rows, m.y.cols, m.x.rows, T(1), io.x, io.dout, T(0), dy);
+        GemmParts<T>(true, false, m.y.rows, m.y.cols, m.x.rows, io.x, io.dout, dy);
       } else {
         dy_t->Fill(0);
       }

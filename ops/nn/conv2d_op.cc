@@ -58,6 +58,7 @@ GroupSizes GroupSizesOf(const ConvGeometry& g) {
 // Tags of this file's ThreadScratch buffers.
 struct ColumnsTag;
 struct WinogradFiltersTag;
+struct FilterGradPartsTag;
 
 // Images per ParallelFor part: about half a million multiply-adds of GEMM.
 int64_t ImagesPerPart(const ConvGeometry& geo) {
@@ -65,6 +66,29 @@ int64_t ImagesPerPart(const ConvGeometry& geo) {
       std::max<int64_t>(1, geo.out_channels * geo.col_rows() * geo.col_cols());
   return std::max<int64_t>(1, (int64_t{1} << 19) / per_image);
 }
+
+// How conv2d_grad splits Filter@GRAD over runs of images: `count` parts
+// (none without a Filter@GRAD), each summing `values` values of its own (the
+// filters' count, or Winograd's transformed filters). The split depends on
+// the sizes only. At most kMaxFilterGradParts: enough for the threads of a
+// place to share, few enough that adding the parts stays cheap.
+constexpr int64_t kMaxFilterGradParts = 8;
+struct FilterGradParts {
+  WinogradShape winograd;  // where Winograd applies
+  int64_t count = 0;
+  int64_t values = 0;
+  FilterGradParts(const ConvGeometry& geo, int64_t filter_values, bool wanted) {
+    if (!wanted) return;
+    if (WinogradApplies(geo)) {
+      winograd = WinogradForward(geo);
+      count = WinogradFilterGradParts(winograd, geo.batch);
+      values = WinogradFilterGradPartValues(winograd);
+    } else {
+      count = std::min(PartsOf(geo.batch, ImagesPerPart(geo)), kMaxFilterGradParts);
+      values = filter_values;
+    }
+  }
+};
 
 // The filters transformed for WinogradConvolve, in the calling thread's
 // scratch (ParallelFor's other threads read it until the loop returns).
@@ -130,10 +154,12 @@ void Conv2dKernel(KernelContext& ctx) {
 }
 
 // Filter@GRAD = sum over images of dOut * col^T; Input@GRAD = col2im(Filter^T * dOut).
-// ParallelFor's part 0 sums Filter@GRAD over the images in order (one part:
-// the same bits as one loop); the other parts are runs of images' Input@GRAD,
-// each image's on its own. Where Winograd applies, it computes both: Filter@GRAD
-// in the transformed domain, Input@GRAD as a convolution of dOut.
+// ParallelFor's first parts sum Filter@GRAD over runs of images, each into
+// values of its own, which are added in order afterwards (the runs depend on
+// the sizes only: the same bits on any number of threads); the other parts
+// are runs of images' Input@GRAD, each image's on its own. Where Winograd
+// applies, it computes both: Filter@GRAD in the transformed domain, Input@GRAD
+// as a convolution of dOut.
 void Conv2dGradKernel(KernelContext& ctx) {
   const ConvRun run = CheckConvKernel(ctx, true);
   const ConvGeometry& geo = run.geo;
@@ -152,15 +178,25 @@ void Conv2dGradKernel(KernelContext& ctx) {
     // Winograd's Input@GRAD writes every value; col2im adds into zeros.
     const bool winograd_dx = dx && dy && winograd;
     if (dx && !winograd_dx) std::fill(dx, dx + input.numel(), T(0));
-    if (dw) std::fill(dw, dw + filter.numel(), T(0));
-    if (dy == nullptr || (dx == nullptr && dw == nullptr)) return;
+    if (dy == nullptr) {
+      if (dw) std::fill(dw, dw + filter.numel(), T(0));
+      return;
+    }
+    if (dx == nullptr && dw == nullptr) return;
     const int64_t m = z.out_channels;
     const int64_t k = geo.col_rows();
     const int64_t cols = geo.col_cols();
-    const auto filter_grad = [&] {
-      if (winograd) return WinogradFilterGrad(x, dy, WinogradForward(geo), geo.batch, dw);
+    // Filter@GRAD in parts, each the sum over a run of images into values of
+    // its own, added in order after the loop (FilterGradParts).
+    const FilterGradParts dw_parts(geo, filter.numel(), dw != nullptr);
+    T* dw_sums = ThreadScratch<T, FilterGradPartsTag>(dw_parts.count * dw_parts.values);
+    const auto filter_grad = [&](int64_t part) {
+      T* sum = dw_sums + part * dw_parts.values;
+      if (winograd) return WinogradFilterGradPart(x, dy, dw_parts.winograd, geo.batch, part, sum);
+      std::fill(sum, sum + dw_parts.values, T(0));
       T* col = geo.direct() ? nullptr : ThreadScratch<T, ColumnsTag>(k * cols);
-      for (int64_t n = 0; n < geo.batch; ++n) {
+      const int64_t end = PartBegin(geo.batch, dw_parts.count, part + 1);
+      for (int64_t n = PartBegin(geo.batch, dw_parts.count, part); n < end; ++n) {
         for (int64_t g = 0; g < geo.groups; ++g) {
           const int64_t in_offset = (n * geo.groups + g) * z.input;
           const T* xcol = x + in_offset;
@@ -169,8 +205,17 @@ void Conv2dGradKernel(KernelContext& ctx) {
             xcol = col;
           }
           Gemm(false, true, m, k, cols, T(1), dy + (n * geo.groups + g) * z.output, xcol, T(1),
-               dw + g * z.filter);
+               sum + g * z.filter);
         }
+      }
+    };
+    const auto sum_filter_grad = [&] {
+      if (dw == nullptr) return;
+      if (winograd) return WinogradFilterGradFromParts(dw_sums, dw_parts.winograd, geo.batch, dw);
+      std::copy(dw_sums, dw_sums + dw_parts.values, dw);
+      for (int64_t p = 1; p < dw_parts.count; ++p) {
+        const T* sum = dw_sums + p * dw_parts.values;
+        for (int64_t i = 0; i < dw_parts.values; ++i) dw[i] += sum[i];
       }
     };
     const auto input_grad = [&](int64_t begin, int64_t end) {
@@ -189,25 +234,26 @@ void Conv2dGradKernel(KernelContext& ctx) {
         }
       }
     };
-    const int64_t first = dw ? 1 : 0;
+    const int64_t first = dw_parts.count;
     if (winograd_dx) {
       const WinogradShape s = WinogradInputGrad(geo);
       const T* u = TransformedFilters(w, s, true);
       const ImageChunks chunks(geo.batch, s);
       ParallelFor(first + chunks.count(), [&](int64_t part) {
-        if (part < first) return filter_grad();
+        if (part < first) return filter_grad(part);
         const int64_t begin = chunks.begin(part - first);
         WinogradConvolve(dy + begin * z.output, u, s, chunks.end(part - first) - begin,
                          dx + begin * z.input);
       });
-      return;
+    } else {
+      const int64_t dx_parts = dx ? PartsOf(geo.batch, ImagesPerPart(geo)) : 0;
+      ParallelFor(first + dx_parts, [&](int64_t part) {
+        if (part < first) return filter_grad(part);
+        const int64_t p = part - first;
+        input_grad(PartBegin(geo.batch, dx_parts, p), PartBegin(geo.batch, dx_parts, p + 1));
+      });
     }
-    const int64_t dx_parts = dx ? PartsOf(geo.batch, ImagesPerPart(geo)) : 0;
-    ParallelFor(first + dx_parts, [&](int64_t part) {
-      if (part < first) return filter_grad();
-      const int64_t p = part - first;
-      input_grad(PartBegin(geo.batch, dx_parts, p), PartBegin(geo.batch, dx_parts, p + 1));
-    });
+    sum_filter_grad();
   });
 }
 

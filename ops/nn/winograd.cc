@@ -16,6 +16,7 @@
 #include "ops/math/blas.h"
 #include "ops/nn/thread_scratch.h"
 #include "ops/nn/winograd_lanes.h"
+#include "rill/parallel_for.h"
 
 namespace rill {
 namespace {
@@ -41,7 +42,6 @@ struct ImagesTag;    // a chunk's input images, image-minor
 struct TilesTag;     // their transformed tiles
 struct ProductsTag;  // the GEMMs' products (or their gradients)
 struct OutputsTag;   // a chunk's outputs (or their gradients), image-minor
-struct FilterGradTag;
 
 // Copies n images x [channels, height, width] (image after image) into xt
 // [channels, rows, cols, n], image-minor, the image at (top, left) of each
@@ -307,13 +307,30 @@ void FilterGradsFromTiles(const T* du, int64_t plane, T* dw) {
   }
 }
 
+// Parts of Filter@GRAD: enough that the threads of a place can share it,
+// few enough that the parts' sums stay small next to the GEMMs (each is
+// planes x out_channels x channels values).
+constexpr int64_t kMaxFilterGradParts = 8;
+
+int64_t WinogradFilterGradParts(const WinogradShape& s, int64_t images) {
+  const int64_t chunk = s.images_per_chunk();
+  return std::clamp<int64_t>((images + chunk - 1) / chunk, 1, kMaxFilterGradParts);
+}
+
+int64_t WinogradFilterGradPartValues(const WinogradShape& s) {
+  return s.planes() * s.out_channels * s.channels;
+}
+
 template <class T>
-void WinogradFilterGrad(const T* x, const T* dy, const WinogradShape& s, int64_t images, T* dw) {
+void WinogradFilterGradPart(const T* x, const T* dy, const WinogradShape& s, int64_t images,
+                            int64_t part, T* du) {
   ChunkScratch<T> c(s);
   const int64_t plane = s.out_channels * s.channels;
-  T* du = ThreadScratch<T, FilterGradTag>(s.planes() * plane);
   std::fill(du, du + s.planes() * plane, T(0));
-  for (int64_t first = 0; first < images; first += c.chunk) {
+  const int64_t chunks = (images + c.chunk - 1) / c.chunk;
+  const int64_t parts = WinogradFilterGradParts(s, images);
+  const int64_t end = std::min(images, PartBegin(chunks, parts, part + 1) * c.chunk);
+  for (int64_t first = PartBegin(chunks, parts, part) * c.chunk; first < end; first += c.chunk) {
     const WinogradTiles l(s, std::min(c.chunk, images - first));
     const int64_t cols = l.columns();
     c.TileImages(x, s, first, l);
@@ -325,6 +342,17 @@ void WinogradFilterGrad(const T* x, const T* dy, const WinogradShape& s, int64_t
            c.v + e * s.channels * cols, T(1), du + e * plane);
     }
   }
+}
+
+template <class T>
+void WinogradFilterGradFromParts(T* du, const WinogradShape& s, int64_t images, T* dw) {
+  const int64_t values = WinogradFilterGradPartValues(s);
+  const int64_t parts = WinogradFilterGradParts(s, images);
+  for (int64_t p = 1; p < parts; ++p) {
+    const T* part = du + p * values;
+    for (int64_t i = 0; i < values; ++i) du[i] += part[i];
+  }
+  const int64_t plane = s.out_channels * s.channels;
   if (s.kernel == 5) {
     FilterGradsFromTiles<6>(du, plane, dw);
   } else {
@@ -338,9 +366,11 @@ template void WinogradConvolve<float>(const float*, const float*, const Winograd
                                       float*);
 template void WinogradConvolve<double>(const double*, const double*, const WinogradShape&, int64_t,
                                        double*);
-template void WinogradFilterGrad<float>(const float*, const float*, const WinogradShape&, int64_t,
-                                        float*);
-template void WinogradFilterGrad<double>(const double*, const double*, const WinogradShape&,
-                                         int64_t, double*);
+template void WinogradFilterGradPart<float>(const float*, const float*, const WinogradShape&,
+                                            int64_t, int64_t, float*);
+template void WinogradFilterGradPart<double>(const double*, const double*, const WinogradShape&,
+                                             int64_t, int64_t, double*);
+template void WinogradFilterGradFromParts<float>(float*, const WinogradShape&, int64_t, float*);
+template void WinogradFilterGradFromParts<double>(double*, const WinogradShape&, int64_t, double*);
 
 }  // namespace rill

@@ -86,7 +86,20 @@ void WinogradConvolve(const T* x, const T* u, const WinogradShape& s, int64_t im
 // output gradients dy, written to dw [out_channels, channels, k, k]: in the
 // transformed domain, dU = sum over tiles of (A dY A^T) .* (B^T d B), one
 // GEMM per plane accumulated chunk after chunk, then dW = G^T dU G.
+//
+// In parts, for ParallelFor: the images' chunks fall into
+// WinogradFilterGradParts runs (a number that depends on the sizes only);
+// part p sums its run's dU into its own WinogradFilterGradPartValues values,
+// and WinogradFilterGradFromParts adds the parts in order and transforms the
+// sum back. Run by any number of threads: the same bits.
+int64_t WinogradFilterGradParts(const WinogradShape& s, int64_t images);
+int64_t WinogradFilterGradPartValues(const WinogradShape& s);
 template <class T>
-void WinogradFilterGrad(const T* x, const T* dy, const WinogradShape& s, int64_t images, T* dw);
+void WinogradFilterGradPart(const T* x, const T* dy, const WinogradShape& s, int64_t images,
+                            int64_t part, T* du);
+// Adds parts 1.. of du (WinogradFilterGradParts of them, one after the
+// other) into part 0, then writes dw.
+template <class T>
+void WinogradFilterGradFromParts(T* du, const WinogradShape& s, int64_t images, T* dw);
 
 }  // namespace rill

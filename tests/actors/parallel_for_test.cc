@@ -23,6 +23,7 @@
 #include "rill/optimizer.h"
 #include "rill/parallel_executor.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/helper_thread.h"
 #include "tests/testing/training.h"
 
 namespace rill {
@@ -30,25 +31,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// A thread that takes parts of `helpers`' jobs until stopped, as a lingering
-// stream drainer does.
-class HelperThread {
- public:
-  explicit HelperThread(IdleHelpers& helpers)
-      : thread_([this, &helpers] {
-          while (!stop_.load()) {
-            if (!helpers.Help()) std::this_thread::yield();
-          }
-        }) {}
-  ~HelperThread() {
-    stop_.store(true);
-    thread_.join();
-  }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
+using testing::HelperThread;
 
 // Waits up to 5 s for `done`.
 template <class F>

@@ -9,8 +9,11 @@
 
 #include "rill/error.h"
 #include "rill/executor.h"
+#include "rill/parallel_for.h"
 #include "rill/scope.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/helper_thread.h"
+#include "tests/testing/training.h"
 
 namespace rill::testing {
 namespace {
@@ -228,6 +231,48 @@ TEST(Conv2dOpTest, EachGradientAloneMatchesDirectLoops) {
     auto both = RunConvGrad(c, x, w, dy, {"Input@GRAD", "Filter@GRAD"});
     ExpectAllNear(ToDoubles(both["Input@GRAD"][0]), dx, 1e-12);
     ExpectAllNear(ToDoubles(both["Filter@GRAD"][0]), dw, 1e-12);
+  }
+}
+
+// Filter@GRAD over enough images to be cut into parts (Winograd's runs of
+// chunks, im2col's runs of images), each summed into values of its own and
+// added in order: against the direct loops, and the same bits whether a
+// second thread takes parts (as an executor's idle thread does) or not.
+TEST(Conv2dOpTest, FilterGradientInPartsMatchesDirectLoopsOnAnyThreads) {
+  const std::vector<ConvCase> cases = {
+      {"winograd3_five_chunks", {40, 8, 8, 8}, {8, 8, 3, 3}, {1, 1}, {1, 1}},
+      {"winograd5_five_chunks", {40, 8, 14, 14}, {8, 8, 5, 5}, {1, 1}, {2, 2}},
+      {"im2col_four_runs", {72, 2, 12, 12}, {4, 2, 5, 5}, {1, 1}, {2, 2}},
+  };
+  IdleHelpers helpers([] {});
+  uint64_t seed = 300;
+  for (const ConvCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Dims d = DimsOf(c);
+    const Shape out_shape{d.n, d.m, d.oh, d.ow};
+    const Tensor x = RandomTensor(c.input, seed++);
+    const Tensor w = RandomTensor(c.filter, seed++);
+    const Tensor dy = RandomTensor(out_shape, seed++);
+    const std::vector<double> xs = ToDoubles(x), dys = ToDoubles(dy);
+    std::vector<double> dw(static_cast<size_t>(NumElements(c.filter)), 0.0);
+    ForEachTerm(c, [&](int64_t xi, int64_t wi, int64_t oi) { dw[wi] += dys[oi] * xs[xi]; });
+    // Sums of up to 63k products of values near 1: float64 rounding near 1e-11.
+    ExpectAllNear(ToDoubles(RunConvGrad(c, x, w, dy, {"Filter@GRAD"})["Filter@GRAD"][0]), dw,
+                  1e-10);
+
+    const Tensor x32 = RandomTensor(c.input, seed++, -1, 1, DataType::kFloat32);
+    const Tensor w32 = RandomTensor(c.filter, seed++, -1, 1, DataType::kFloat32);
+    const Tensor dy32 = RandomTensor(out_shape, seed++, -1, 1, DataType::kFloat32);
+    const Tensor alone = RunConvGrad(c, x32, w32, dy32, {"Filter@GRAD"})["Filter@GRAD"][0];
+    HelperThread helper(helpers);
+    ScopedParallelHelpers lend(&helpers);
+    for (int rep = 0; rep < 5; ++rep) {
+      for (const auto& outputs : {std::vector<std::string>{"Filter@GRAD"},
+                                  std::vector<std::string>{"Input@GRAD", "Filter@GRAD"}}) {
+        const auto got = RunConvGrad(c, x32, w32, dy32, outputs);
+        EXPECT_TRUE(BitEqual(got.at("Filter@GRAD")[0], alone)) << "repetition " << rep;
+      }
+    }
   }
 }
 
