@@ -10,6 +10,7 @@
 #include "ops/math/lane_sum.h"
 #include "ops/nn/batch_norm_util.h"
 #include "rill/kernel_context.h"
+#include "rill/parallel_for.h"
 
 namespace rill {
 
@@ -25,13 +26,29 @@ T ChannelSum(const BatchNormDims& d, int64_t c, Term term) {
   return total;
 }
 
-// out[i] = a[c] * u[i] + b[c] * v[i] + k[c] over X's layout (v may be null: 0).
+// body(c) for every channel c, in runs of whole channels that idle executor
+// threads may take (ParallelFor): a channel's sums stay one loop on one
+// thread, so the bits are those of one loop over the channels.
+template <class Body>
+void ForEachChannel(const BatchNormDims& d, Body body) {
+  const int64_t values = std::max<int64_t>(1, d.n * d.hw);
+  ParallelRanges(d.c, std::max<int64_t>(1, kMinValuesPerPart / values), 1,
+                 [&](int64_t begin, int64_t end) {
+                   for (int64_t c = begin; c < end; ++c) body(c);
+                 });
+}
+
+// out[i] = a[c] * u[i] + b[c] * v[i] + k[c] over X's layout (v may be null:
+// 0), in runs of planes (one image's channel) that idle threads may take.
 template <class T>
 void ChannelAffine(const BatchNormDims& d, const T* a, const T* u, const T* b, const T* v,
                    const T* k, T* out) {
-  for (int64_t n = 0; n < d.n; ++n) {
-    for (int64_t c = 0; c < d.c; ++c) {
-      const int64_t base = (n * d.c + c) * d.hw;
+  const int64_t planes_per_part =
+      std::max<int64_t>(1, kMinValuesPerPart / std::max<int64_t>(1, d.hw));
+  ParallelRanges(d.n * d.c, planes_per_part, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t plane = begin; plane < end; ++plane) {
+      const int64_t c = plane % d.c;
+      const int64_t base = plane * d.hw;
       const T ac = a[c], kc = k[c];
       if (v == nullptr) {
         for (int64_t i = 0; i < d.hw; ++i) out[base + i] = ac * u[base + i] + kc;
@@ -40,7 +57,7 @@ void ChannelAffine(const BatchNormDims& d, const T* a, const T* u, const T* b, c
         for (int64_t i = 0; i < d.hw; ++i) out[base + i] = ac * u[base + i] + bc * v[base + i] + kc;
       }
     }
-  }
+  });
 }
 
 // The outputs of batch_norm and sync_batch_norm once `mean` and `var` (the
@@ -97,11 +114,11 @@ void BatchNormGradSums(const BatchNormBackward& b, std::vector<T>* sum_dy,
   const T* x = b.x->data<T>();
   const T* dy = b.dy->data<T>();
   const T* mean = b.saved_mean->data<T>();
-  for (int64_t c = 0; c < d.c; ++c) {
+  ForEachChannel(d, [&](int64_t c) {
     const T m = mean[c];
     (*sum_dy)[c] = ChannelSum<T>(d, c, [&](int64_t i) { return dy[i]; });
     (*sum_dy_xmu)[c] = ChannelSum<T>(d, c, [&](int64_t i) { return dy[i] * (x[i] - m); });
-  }
+  });
 }
 
 // Scale@GRAD = sum(dY * xhat) and Bias@GRAD = sum(dY) per channel, into

@@ -39,17 +39,19 @@ void BatchNormKernel(KernelContext& ctx) {
     std::vector<T> running_mean(f.mean->data<T>(), f.mean->data<T>() + c);
     std::vector<T> running_var(f.variance->data<T>(), f.variance->data<T>() + c);
     std::vector<T> mean = running_mean, var = running_var;
-    for (size_t ch = 0; ch < c && !f.is_test; ++ch) {
+    if (!f.is_test) {
       const T count = static_cast<T>(d.per_channel());
-      const int64_t i64 = static_cast<int64_t>(ch);
-      mean[ch] = ChannelSum<T>(d, i64, [&](int64_t i) { return x[i]; }) / count;
-      const T m = mean[ch];
-      var[ch] = ChannelSum<T>(d, i64,
-                              [&](int64_t i) {
-                                const T u = x[i] - m;
-                                return u * u;
-                              }) /
-                count;
+      ForEachChannel(d, [&](int64_t ch) {
+        const size_t at = static_cast<size_t>(ch);
+        mean[at] = ChannelSum<T>(d, ch, [&](int64_t i) { return x[i]; }) / count;
+        const T m = mean[at];
+        var[at] = ChannelSum<T>(d, ch,
+                                [&](int64_t i) {
+                                  const T u = x[i] - m;
+                                  return u * u;
+                                }) /
+                  count;
+      });
     }
     WriteBatchNormOutputs<T>(ctx, f, running_mean, running_var, mean, var);
   });

@@ -50,13 +50,13 @@ void BatchNormStatsKernel(KernelContext& ctx) {
   double* stats = ctx.Output("Stats")->Allocate<double>({2 * d.c + 1});
   VisitFloatType(x.dtype(), [&]<class T>() {
     const T* v = x.data<T>();
-    for (int64_t c = 0; c < d.c; ++c) {
+    ForEachChannel(d, [&](int64_t c) {
       stats[c] = ChannelSum<double>(d, c, [&](int64_t i) { return static_cast<double>(v[i]); });
       stats[d.c + c] = ChannelSum<double>(d, c, [&](int64_t i) {
         const double u = static_cast<double>(v[i]);
         return u * u;
       });
-    }
+    });
   });
   stats[2 * d.c] = static_cast<double>(d.per_channel());
 }

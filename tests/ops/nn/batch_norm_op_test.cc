@@ -8,8 +8,11 @@
 #include "rill/error.h"
 #include "rill/op_desc.h"
 #include "rill/op_registry.h"
+#include "rill/parallel_for.h"
 #include "rill/scope.h"
 #include "tests/testing/gradient_check.h"
+#include "tests/testing/helper_thread.h"
+#include "tests/testing/training.h"
 
 namespace rill::testing {
 namespace {
@@ -104,6 +107,43 @@ TEST(BatchNormOpTest, ForwardMatchesDirectLoops) {
         ExpectAllNear(ToDoubles(out["SavedMean"][0]), e.saved_mean, tol, "SavedMean");
         ExpectAllNear(ToDoubles(out["SavedVariance"][0]), e.saved_inv_std, tol, "SavedVariance");
       }
+    }
+  }
+}
+
+// A ResNet-sized X: its channels' sums and its planes fall into parts that a
+// second thread takes (batch_norm_channels.h), with the bits of one thread,
+// forward and backward, and the forward against the direct loops.
+TEST(BatchNormOpTest, InPartsOnTwoThreadsTheBitsOfOne) {
+  const Shape shape{64, 32, 14, 14};
+  auto inputs = Inputs(shape, 500, DataType::kFloat32);
+  const Tensor dy = RandomTensor(shape, 510, -1, 1, DataType::kFloat32);
+  const auto run = [&] {
+    auto out = RunOp({"batch_norm", inputs, kOutputs, Attrs(false)});
+    auto grad = RunOp({"batch_norm_grad",
+                       {inputs[0],
+                        inputs[1],
+                        {"SavedMean", out["SavedMean"]},
+                        {"SavedVariance", out["SavedVariance"]},
+                        {"Y@GRAD", {dy}}},
+                       {{"X@GRAD", 1}, {"Scale@GRAD", 1}, {"Bias@GRAD", 1}},
+                       [](proto::OpDesc* op) { SetAttr(op, "is_test", false); }});
+    return std::vector<Tensor>{out["Y"][0],       out["SavedMean"][0],   out["SavedVariance"][0],
+                               grad["X@GRAD"][0], grad["Scale@GRAD"][0], grad["Bias@GRAD"][0]};
+  };
+  const std::vector<Tensor> alone = run();
+  const Expected e = DirectBatchNorm(shape, ToDoubles(inputs[0].second[0]),
+                                     ToDoubles(inputs[1].second[0]), ToDoubles(inputs[2].second[0]),
+                                     ToDoubles(inputs[3].second[0]), ToDoubles(inputs[4].second[0]),
+                                     static_cast<double>(0.9f), static_cast<double>(1e-5f), false);
+  ExpectAllNear(ToDoubles(alone[0]), e.y, 1e-4, "Y");
+  IdleHelpers helpers([] {});
+  HelperThread helper(helpers);
+  ScopedParallelHelpers lend(&helpers);
+  for (int rep = 0; rep < 3; ++rep) {
+    const std::vector<Tensor> shared = run();
+    for (size_t i = 0; i < alone.size(); ++i) {
+      EXPECT_TRUE(BitEqual(shared[i], alone[i])) << "output " << i << ", repetition " << rep;
     }
   }
 }
