@@ -68,11 +68,9 @@ int64_t ImagesPerPart(const ConvGeometry& geo) {
 }
 
 // How conv2d_grad splits Filter@GRAD over runs of images: `count` parts
-// (none without a Filter@GRAD), each summing `values` values of its own (the
-// filters' count, or Winograd's transformed filters). The split depends on
-// the sizes only. At most kMaxFilterGradParts: enough for the threads of a
-// place to share, few enough that adding the parts stays cheap.
-constexpr int64_t kMaxFilterGradParts = 8;
+// (none without a Filter@GRAD; at most kMaxFilterGradParts, winograd.h), each
+// summing `values` values of its own (the filters' count, or Winograd's
+// transformed filters). The split depends on the sizes only.
 struct FilterGradParts {
   WinogradShape winograd;  // where Winograd applies
   int64_t count = 0;
@@ -209,14 +207,15 @@ void Conv2dGradKernel(KernelContext& ctx) {
         }
       }
     };
+    // The parts added into the first in order, then written to Filter@GRAD.
     const auto sum_filter_grad = [&] {
       if (dw == nullptr) return;
-      if (winograd) return WinogradFilterGradFromParts(dw_sums, dw_parts.winograd, geo.batch, dw);
-      std::copy(dw_sums, dw_sums + dw_parts.values, dw);
       for (int64_t p = 1; p < dw_parts.count; ++p) {
         const T* sum = dw_sums + p * dw_parts.values;
-        for (int64_t i = 0; i < dw_parts.values; ++i) dw[i] += sum[i];
+        for (int64_t i = 0; i < dw_parts.values; ++i) dw_sums[i] += sum[i];
       }
+      if (winograd) return WinogradFilterGradFromSum(dw_sums, dw_parts.winograd, dw);
+      std::copy(dw_sums, dw_sums + dw_parts.values, dw);
     };
     const auto input_grad = [&](int64_t begin, int64_t end) {
       T* col = geo.direct() ? nullptr : ThreadScratch<T, ColumnsTag>(k * cols);

@@ -307,11 +307,6 @@ void FilterGradsFromTiles(const T* du, int64_t plane, T* dw) {
   }
 }
 
-// Parts of Filter@GRAD: enough that the threads of a place can share it,
-// few enough that the parts' sums stay small next to the GEMMs (each is
-// planes x out_channels x channels values).
-constexpr int64_t kMaxFilterGradParts = 8;
-
 int64_t WinogradFilterGradParts(const WinogradShape& s, int64_t images) {
   const int64_t chunk = s.images_per_chunk();
   return std::clamp<int64_t>((images + chunk - 1) / chunk, 1, kMaxFilterGradParts);
@@ -345,13 +340,7 @@ void WinogradFilterGradPart(const T* x, const T* dy, const WinogradShape& s, int
 }
 
 template <class T>
-void WinogradFilterGradFromParts(T* du, const WinogradShape& s, int64_t images, T* dw) {
-  const int64_t values = WinogradFilterGradPartValues(s);
-  const int64_t parts = WinogradFilterGradParts(s, images);
-  for (int64_t p = 1; p < parts; ++p) {
-    const T* part = du + p * values;
-    for (int64_t i = 0; i < values; ++i) du[i] += part[i];
-  }
+void WinogradFilterGradFromSum(const T* du, const WinogradShape& s, T* dw) {
   const int64_t plane = s.out_channels * s.channels;
   if (s.kernel == 5) {
     FilterGradsFromTiles<6>(du, plane, dw);
@@ -370,7 +359,7 @@ template void WinogradFilterGradPart<float>(const float*, const float*, const Wi
                                             int64_t, int64_t, float*);
 template void WinogradFilterGradPart<double>(const double*, const double*, const WinogradShape&,
                                              int64_t, int64_t, double*);
-template void WinogradFilterGradFromParts<float>(float*, const WinogradShape&, int64_t, float*);
-template void WinogradFilterGradFromParts<double>(double*, const WinogradShape&, int64_t, double*);
+template void WinogradFilterGradFromSum<float>(const float*, const WinogradShape&, float*);
+template void WinogradFilterGradFromSum<double>(const double*, const WinogradShape&, double*);
 
 }  // namespace rill

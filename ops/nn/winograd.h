@@ -89,17 +89,21 @@ void WinogradConvolve(const T* x, const T* u, const WinogradShape& s, int64_t im
 //
 // In parts, for ParallelFor: the images' chunks fall into
 // WinogradFilterGradParts runs (a number that depends on the sizes only);
-// part p sums its run's dU into its own WinogradFilterGradPartValues values,
-// and WinogradFilterGradFromParts adds the parts in order and transforms the
-// sum back. Run by any number of threads: the same bits.
+// part p sums its run's dU into its own WinogradFilterGradPartValues values.
+// The caller adds the parts in order and WinogradFilterGradFromSum
+// transforms the sum back. Run by any number of threads: the same bits.
+//
+// Filter gradients (Winograd's and im2col's, conv2d_op.cc) are cut into at
+// most this many parts: enough for the threads of a place to share, few
+// enough that adding the parts' sums stays cheap next to the GEMMs.
+inline constexpr int64_t kMaxFilterGradParts = 8;
 int64_t WinogradFilterGradParts(const WinogradShape& s, int64_t images);
 int64_t WinogradFilterGradPartValues(const WinogradShape& s);
 template <class T>
 void WinogradFilterGradPart(const T* x, const T* dy, const WinogradShape& s, int64_t images,
                             int64_t part, T* du);
-// Adds parts 1.. of du (WinogradFilterGradParts of them, one after the
-// other) into part 0, then writes dw.
+// dw = G^T du G for the sum du of the parts.
 template <class T>
-void WinogradFilterGradFromParts(T* du, const WinogradShape& s, int64_t images, T* dw);
+void WinogradFilterGradFromSum(const T* du, const WinogradShape& s, T* dw);
 
 }  // namespace rill
