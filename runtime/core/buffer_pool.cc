@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/base/huge_pages.h"
+
 namespace rill {
 namespace {
 
@@ -26,6 +28,28 @@ constexpr int64_t kDefaultCacheLimit = int64_t{4} << 30;
 size_t RoundUp(size_t bytes) {
   const size_t a = BufferPool::kAlignment;
   return bytes == 0 ? a : (bytes + a - 1) / a * a;
+}
+
+// Blocks of a huge page or more are mappings of their own on huge pages
+// (huge_pages.h): a step sweeps hundreds of MB of them, and on 4 KB pages the
+// sweep can cost more than the kernels' arithmetic. Smaller blocks come from
+// the heap.
+// Null when out of memory.
+void* AllocateBlock(size_t size) {
+  if (size < kHugePageBytes) return std::aligned_alloc(BufferPool::kAlignment, size);
+  try {
+    return AllocateHugePageBlock(size);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+void FreeBlock(void* block, size_t size) {
+  if (size >= kHugePageBytes) {
+    FreeHugePageBlock(block, size);
+  } else {
+    std::free(block);
+  }
 }
 
 }  // namespace
@@ -67,7 +91,7 @@ void* BufferPool::Allocate(size_t bytes) {
     }
     ++s.stats.fresh;
   }
-  void* block = std::aligned_alloc(kAlignment, size);
+  void* block = AllocateBlock(size);
   if (block == nullptr) {
     std::lock_guard<std::mutex> lock(s.mutex);
     s.stats.in_use_bytes -= static_cast<int64_t>(size);
@@ -89,7 +113,7 @@ void BufferPool::Free(void* block, size_t bytes) {
       return;
     }
   }
-  std::free(block);
+  FreeBlock(block, size);
 }
 
 void BufferPool::SetCacheLimit(int64_t bytes) {
@@ -108,7 +132,7 @@ void BufferPool::Trim() {
     state().stats.cached_bytes = 0;
   }
   for (auto& [size, list] : blocks) {
-    for (void* block : list) std::free(block);
+    for (void* block : list) FreeBlock(block, size);
   }
 }
 
