@@ -12,6 +12,11 @@
 #include "ops/nn/winograd.h"
 
 #include <algorithm>
+#include <type_traits>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "ops/math/blas.h"
 #include "ops/nn/thread_scratch.h"
@@ -43,6 +48,64 @@ struct TilesTag;     // their transformed tiles
 struct ProductsTag;  // the GEMMs' products (or their gradients)
 struct OutputsTag;   // a chunk's outputs (or their gradients), image-minor
 
+// Zeroes what GatherImageMinor does not copy into: the rows above and below
+// each plane's image and the columns left and right of it.
+template <class T>
+void ZeroImageBorders(int64_t channels, int64_t height, int64_t width, int64_t rows, int64_t cols,
+                      int64_t top, int64_t left, int64_t n, T* xt) {
+  const int64_t row = cols * n;
+  for (int64_t c = 0; c < channels; ++c) {
+    T* plane = xt + c * rows * row;
+    std::fill(plane, plane + top * row, T(0));
+    std::fill(plane + (top + height) * row, plane + rows * row, T(0));
+    for (int64_t y = top; y < top + height; ++y) {
+      std::fill(plane + y * row, plane + y * row + left * n, T(0));
+      std::fill(plane + y * row + (left + width) * n, plane + (y + 1) * row, T(0));
+    }
+  }
+}
+
+// out[px * n + i] = in[i * image + px]: one row of n images, image-minor.
+template <class T>
+void TransposeRow(const T* in, int64_t image, int64_t width, int64_t n, T* out) {
+  for (int64_t px = 0; px < width; ++px) {
+    for (int64_t i = 0; i < n; ++i) out[px * n + i] = in[i * image + px];
+  }
+}
+
+#if defined(__x86_64__)
+// TransposeRow of 8 float images, 8 pixels at a time: an 8 x 8 transpose in
+// AVX registers (element by element it took 5% of a CNN step). Only where the
+// CPU has AVX2.
+__attribute__((target("avx2"))) void TransposeRowOf8(const float* in, int64_t image, int64_t width,
+                                                     float* out) {
+  int64_t px = 0;
+  for (; px + 8 <= width; px += 8) {
+    __m256 r[8];
+    for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(in + i * image + px);
+    // Pairs, then quadruples of rows interleaved; then the 128-bit halves.
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    float* o = out + px * 8;
+    _mm256_storeu_ps(o + 0, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(o + 8, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(o + 16, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(o + 24, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(o + 32, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(o + 40, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(o + 48, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(o + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
+  }
+  TransposeRow(in + px, image, width - px, 8, out + px * 8);
+}
+#endif
+
 // Copies n images x [channels, height, width] (image after image) into xt
 // [channels, rows, cols, n], image-minor, the image at (top, left) of each
 // plane and the rest zero.
@@ -50,14 +113,25 @@ template <class T>
 void GatherImageMinor(const T* x, int64_t channels, int64_t height, int64_t width, int64_t rows,
                       int64_t cols, int64_t top, int64_t left, int64_t n, T* xt) {
   const int64_t image = channels * height * width;
-  std::fill(xt, xt + channels * rows * cols * n, T(0));
+  ZeroImageBorders(channels, height, width, rows, cols, top, left, n, xt);
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
+  if constexpr (std::is_same_v<T, float>) {
+    if (avx2 && n == 8) {
+      for (int64_t c = 0; c < channels; ++c) {
+        for (int64_t y = 0; y < height; ++y) {
+          TransposeRowOf8(x + (c * height + y) * width, image, width,
+                          xt + ((c * rows + y + top) * cols + left) * n);
+        }
+      }
+      return;
+    }
+  }
+#endif
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t y = 0; y < height; ++y) {
-      const T* in = x + (c * height + y) * width;
-      T* out = xt + ((c * rows + y + top) * cols + left) * n;
-      for (int64_t px = 0; px < width; ++px) {
-        for (int64_t i = 0; i < n; ++i) out[px * n + i] = in[i * image + px];
-      }
+      TransposeRow(x + (c * height + y) * width, image, width, n,
+                   xt + ((c * rows + y + top) * cols + left) * n);
     }
   }
 }

@@ -133,6 +133,9 @@ std::vector<ConvCase> ForwardCases() {
   cases.push_back({"winograd5_pad0_odd", {2, 8, 9, 7}, {8, 8, 5, 5}});
   cases.push_back({"winograd5_mixed_pads", {1, 9, 3, 4}, {8, 9, 5, 5}, {1, 1}, {4, 1}});
   cases.push_back({"winograd5_chunks", {20, 8, 6, 6}, {8, 8, 5, 5}, {1, 1}, {2, 2}});
+  // Chunks of 8 images with rows of 8 pixels and a tail of 3: the gather's
+  // 8 x 8 transposes and its element-wise rest.
+  cases.push_back({"winograd5_chunks_wide", {16, 8, 5, 11}, {8, 8, 5, 5}, {1, 1}, {2, 2}});
   return cases;
 }
 
