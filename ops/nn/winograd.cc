@@ -304,6 +304,23 @@ void WinogradFilters(const T* w, const WinogradShape& s, bool turned, T* u) {
   }
 }
 
+// Values from one transformed plane to the next in the scratch: `values`
+// (a plane's), padded so that the planes of a chunk start 320 bytes apart
+// modulo 4 KB. A transform writes one value into each of its 16 or 36 planes
+// per tile; planes a multiple of 2 KB apart (64 channels of 49 tiles of 8
+// images are 100352 bytes) put those stores in two cache sets. Alternated
+// with unpadded planes, one thread at batch 256: the CNN 1396-1445 against
+// 1122-1353 samples/s, the ResNet 997-1224 against 885-1192.
+constexpr int64_t kPitchSlack = 1024;  // the most PlanePitch adds, in values
+
+template <class T>
+int64_t PlanePitch(int64_t values) {
+  constexpr int64_t kPage = 4096, kApart = 320;
+  const int64_t bytes = values * static_cast<int64_t>(sizeof(T));
+  const int64_t pad = ((kApart - bytes % kPage) % kPage + kPage) % kPage;
+  return values + (pad + static_cast<int64_t>(sizeof(T)) - 1) / static_cast<int64_t>(sizeof(T));
+}
+
 // What the convolution and its filter gradient share: a thread's scratch for
 // a chunk of images, the products' and outputs' too, and the step that
 // gathers a chunk's images and transforms them into tiles.
@@ -319,14 +336,21 @@ struct ChunkScratch {
       : transforms(Transforms<T>(s.kernel)), chunk(s.images_per_chunk()) {
     const WinogradTiles full(s, chunk);
     xt = ThreadScratch<T, ImagesTag>(s.channels * full.padded_h * full.padded_w * chunk);
-    v = ThreadScratch<T, TilesTag>(s.planes() * s.channels * full.columns());
-    m = ThreadScratch<T, ProductsTag>(s.planes() * s.out_channels * full.columns());
+    v = ThreadScratch<T, TilesTag>(s.planes() * (s.channels * full.columns() + kPitchSlack));
+    m = ThreadScratch<T, ProductsTag>(s.planes() * (s.out_channels * full.columns() + kPitchSlack));
     yt = ThreadScratch<T, OutputsTag>(s.out_channels * 4 * full.tiles * chunk);
+  }
+  // Plane pitches of v and m for a chunk of l.images.
+  static int64_t VPitch(const WinogradShape& s, const WinogradTiles& l) {
+    return PlanePitch<T>(s.channels * l.columns());
+  }
+  static int64_t MPitch(const WinogradShape& s, const WinogradTiles& l) {
+    return PlanePitch<T>(s.out_channels * l.columns());
   }
   // Transforms images [first, first + l.images) of x into v.
   void TileImages(const T* x, const WinogradShape& s, int64_t first, const WinogradTiles& l) {
     GatherImages(x + first * s.channels * s.height * s.width, s, l, xt);
-    transforms.input(xt, s, l, v, s.channels * l.columns());
+    transforms.input(xt, s, l, v, VPitch(s, l));
   }
 };
 
@@ -339,10 +363,10 @@ void WinogradConvolve(const T* x, const T* u, const WinogradShape& s, int64_t im
     c.TileImages(x, s, first, l);
     for (int64_t e = 0; e < s.planes(); ++e) {
       Gemm(false, false, s.out_channels, cols, s.channels, T(1),
-           u + e * s.out_channels * s.channels, c.v + e * s.channels * cols, T(0),
-           c.m + e * s.out_channels * cols);
+           u + e * s.out_channels * s.channels, c.v + e * c.VPitch(s, l), T(0),
+           c.m + e * c.MPitch(s, l));
     }
-    c.transforms.output(c.m, s.out_channels * cols, s, l, c.yt);
+    c.transforms.output(c.m, c.MPitch(s, l), s, l, c.yt);
     ScatterImages(c.yt, s, l, y + first * s.out_channels * s.out_h() * s.out_w());
   }
 }
@@ -405,10 +429,10 @@ void WinogradFilterGradPart(const T* x, const T* dy, const WinogradShape& s, int
     c.TileImages(x, s, first, l);
     GatherImageMinor(dy + first * s.out_channels * s.out_h() * s.out_w(), s.out_channels, s.out_h(),
                      s.out_w(), 2 * s.tiles_h(), 2 * s.tiles_w(), 0, 0, l.images, c.yt);
-    c.transforms.output_grad(c.yt, s, l, c.m, s.out_channels * cols);
+    c.transforms.output_grad(c.yt, s, l, c.m, c.MPitch(s, l));
     for (int64_t e = 0; e < s.planes(); ++e) {
-      Gemm(false, true, s.out_channels, s.channels, cols, T(1), c.m + e * s.out_channels * cols,
-           c.v + e * s.channels * cols, T(1), du + e * plane);
+      Gemm(false, true, s.out_channels, s.channels, cols, T(1), c.m + e * c.MPitch(s, l),
+           c.v + e * c.VPitch(s, l), T(1), du + e * plane);
     }
   }
 }
