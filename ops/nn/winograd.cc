@@ -14,7 +14,7 @@
 #include <algorithm>
 #include <type_traits>
 
-#if defined(__x86_64__)
+#ifdef RILL_WINOGRAD_AVX2
 #include <immintrin.h>
 #endif
 
@@ -73,10 +73,23 @@ void TransposeRow(const T* in, int64_t image, int64_t width, int64_t n, T* out) 
   }
 }
 
-#if defined(__x86_64__)
+// out[i * image + ox] = in[ox * n + i]: the same row back, image after image.
+template <class T>
+void UntransposeRow(const T* in, int64_t width, int64_t n, int64_t image, T* out) {
+  for (int64_t ox = 0; ox < width; ++ox) {
+    for (int64_t i = 0; i < n; ++i) out[i * image + ox] = in[ox * n + i];
+  }
+}
+
+#ifdef RILL_WINOGRAD_AVX2
+bool HasAvx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
+  return avx2;
+}
+
 // out[c * out_stride + r] = in[r * in_stride + c] for r, c < 8: an 8 x 8
 // block of floats transposed in AVX registers (element by element, the
-// gather took 5% of a CNN step). Only where the CPU has AVX2.
+// gather took 5% of a CNN step). Only where HasAvx2.
 __attribute__((target("avx2"))) inline void Transpose8x8(const float* in, int64_t in_stride,
                                                          float* out, int64_t out_stride) {
   __m256 r[8];
@@ -100,7 +113,8 @@ __attribute__((target("avx2"))) inline void Transpose8x8(const float* in, int64_
   _mm256_storeu_ps(out + 7 * out_stride, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 
-// TransposeRow of 8 float images in 8 x 8 blocks, the rest element-wise.
+// TransposeRow and UntransposeRow of 8 float images in 8 x 8 blocks, the
+// rest element-wise.
 __attribute__((target("avx2"))) void TransposeRowOf8(const float* in, int64_t image, int64_t width,
                                                      float* out) {
   int64_t px = 0;
@@ -108,16 +122,35 @@ __attribute__((target("avx2"))) void TransposeRowOf8(const float* in, int64_t im
   TransposeRow(in + px, image, width - px, 8, out + px * 8);
 }
 
-// ScatterImages' row for 8 float images: out[i * image + ox] = in[ox * 8 + i].
 __attribute__((target("avx2"))) void UntransposeRowOf8(const float* in, int64_t width,
                                                        int64_t image, float* out) {
   int64_t ox = 0;
   for (; ox + 8 <= width; ox += 8) Transpose8x8(in + ox * 8, 8, out + ox, image);
-  for (; ox < width; ++ox) {
-    for (int64_t i = 0; i < 8; ++i) out[i * image + ox] = in[ox * 8 + i];
-  }
+  UntransposeRow(in + ox * 8, width - ox, 8, image, out + ox);
 }
 #endif
+
+// TransposeRow, in 8 x 8 blocks where they apply.
+template <class T>
+void GatherRow(const T* in, int64_t image, int64_t width, int64_t n, T* out) {
+#ifdef RILL_WINOGRAD_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (n == 8 && HasAvx2()) return TransposeRowOf8(in, image, width, out);
+  }
+#endif
+  TransposeRow(in, image, width, n, out);
+}
+
+// UntransposeRow, in 8 x 8 blocks where they apply.
+template <class T>
+void ScatterRow(const T* in, int64_t width, int64_t n, int64_t image, T* out) {
+#ifdef RILL_WINOGRAD_AVX2
+  if constexpr (std::is_same_v<T, float>) {
+    if (n == 8 && HasAvx2()) return UntransposeRowOf8(in, width, image, out);
+  }
+#endif
+  UntransposeRow(in, width, n, image, out);
+}
 
 // Copies n images x [channels, height, width] (image after image) into xt
 // [channels, rows, cols, n], image-minor, the image at (top, left) of each
@@ -127,24 +160,10 @@ void GatherImageMinor(const T* x, int64_t channels, int64_t height, int64_t widt
                       int64_t cols, int64_t top, int64_t left, int64_t n, T* xt) {
   const int64_t image = channels * height * width;
   ZeroImageBorders(channels, height, width, rows, cols, top, left, n, xt);
-#if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
-  if constexpr (std::is_same_v<T, float>) {
-    if (avx2 && n == 8) {
-      for (int64_t c = 0; c < channels; ++c) {
-        for (int64_t y = 0; y < height; ++y) {
-          TransposeRowOf8(x + (c * height + y) * width, image, width,
-                          xt + ((c * rows + y + top) * cols + left) * n);
-        }
-      }
-      return;
-    }
-  }
-#endif
   for (int64_t c = 0; c < channels; ++c) {
     for (int64_t y = 0; y < height; ++y) {
-      TransposeRow(x + (c * height + y) * width, image, width, n,
-                   xt + ((c * rows + y + top) * cols + left) * n);
+      GatherRow(x + (c * height + y) * width, image, width, n,
+                xt + ((c * rows + y + top) * cols + left) * n);
     }
   }
 }
@@ -163,27 +182,9 @@ void ScatterImages(const T* yt, const WinogradShape& s, const WinogradTiles& l, 
   const int64_t n = l.images, out_h = s.out_h(), out_w = s.out_w();
   const int64_t image = s.out_channels * out_h * out_w;
   const int64_t rows = 2 * s.tiles_h(), cols = 2 * s.tiles_w();
-#if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
-  if constexpr (std::is_same_v<T, float>) {
-    if (avx2 && n == 8) {
-      for (int64_t o = 0; o < s.out_channels; ++o) {
-        for (int64_t oy = 0; oy < out_h; ++oy) {
-          UntransposeRowOf8(yt + ((o * rows + oy) * cols) * n, out_w, image,
-                            y + (o * out_h + oy) * out_w);
-        }
-      }
-      return;
-    }
-  }
-#endif
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t o = 0; o < s.out_channels; ++o) {
-      for (int64_t oy = 0; oy < out_h; ++oy) {
-        const T* in = yt + ((o * rows + oy) * cols) * n + i;
-        T* out = y + i * image + (o * out_h + oy) * out_w;
-        for (int64_t ox = 0; ox < out_w; ++ox) out[ox] = in[ox * n];
-      }
+  for (int64_t o = 0; o < s.out_channels; ++o) {
+    for (int64_t oy = 0; oy < out_h; ++oy) {
+      ScatterRow(yt + ((o * rows + oy) * cols) * n, out_w, n, image, y + (o * out_h + oy) * out_w);
     }
   }
 }
@@ -193,8 +194,7 @@ template <class T>
 WinogradTransforms<T> Transforms(int64_t kernel) {
   const int k = static_cast<int>(kernel);
 #ifdef RILL_WINOGRAD_AVX2
-  static const bool avx2 = __builtin_cpu_supports("avx2") != 0;
-  if (avx2) return WinogradTransformsAvx2(T{}, k);
+  if (HasAvx2()) return WinogradTransformsAvx2(T{}, k);
 #endif
   return WinogradTransforms16(T{}, k);
 }
@@ -387,13 +387,13 @@ void WinogradConvolve(const T* x, const T* u, const WinogradShape& s, int64_t im
   for (int64_t first = 0; first < images; first += c.chunk) {
     const WinogradTiles l(s, std::min(c.chunk, images - first));
     const int64_t cols = l.columns();
+    const int64_t v_pitch = c.VPitch(s, l), m_pitch = c.MPitch(s, l);
     c.TileImages(x, s, first, l);
     for (int64_t e = 0; e < s.planes(); ++e) {
       Gemm(false, false, s.out_channels, cols, s.channels, T(1),
-           u + e * s.out_channels * s.channels, c.v + e * c.VPitch(s, l), T(0),
-           c.m + e * c.MPitch(s, l));
+           u + e * s.out_channels * s.channels, c.v + e * v_pitch, T(0), c.m + e * m_pitch);
     }
-    c.transforms.output(c.m, c.MPitch(s, l), s, l, c.yt);
+    c.transforms.output(c.m, m_pitch, s, l, c.yt);
     ScatterImages(c.yt, s, l, y + first * s.out_channels * s.out_h() * s.out_w());
   }
 }
@@ -453,13 +453,14 @@ void WinogradFilterGradPart(const T* x, const T* dy, const WinogradShape& s, int
   for (int64_t first = PartBegin(chunks, parts, part) * c.chunk; first < end; first += c.chunk) {
     const WinogradTiles l(s, std::min(c.chunk, images - first));
     const int64_t cols = l.columns();
+    const int64_t v_pitch = c.VPitch(s, l), m_pitch = c.MPitch(s, l);
     c.TileImages(x, s, first, l);
     GatherImageMinor(dy + first * s.out_channels * s.out_h() * s.out_w(), s.out_channels, s.out_h(),
                      s.out_w(), 2 * s.tiles_h(), 2 * s.tiles_w(), 0, 0, l.images, c.yt);
-    c.transforms.output_grad(c.yt, s, l, c.m, c.MPitch(s, l));
+    c.transforms.output_grad(c.yt, s, l, c.m, m_pitch);
     for (int64_t e = 0; e < s.planes(); ++e) {
-      Gemm(false, true, s.out_channels, s.channels, cols, T(1), c.m + e * c.MPitch(s, l),
-           c.v + e * c.VPitch(s, l), T(1), du + e * plane);
+      Gemm(false, true, s.out_channels, s.channels, cols, T(1), c.m + e * m_pitch,
+           c.v + e * v_pitch, T(1), du + e * plane);
     }
   }
 }

@@ -33,8 +33,7 @@ size_t RoundUp(size_t bytes) {
 // Blocks of a huge page or more are mappings of their own on huge pages
 // (huge_pages.h): a step sweeps hundreds of MB of them, and on 4 KB pages the
 // sweep can cost more than the kernels' arithmetic. Smaller blocks come from
-// the heap.
-// Null when out of memory.
+// the heap. Null when out of memory.
 void* AllocateBlock(size_t size) {
   if (size < kHugePageBytes) return std::aligned_alloc(BufferPool::kAlignment, size);
   try {
