@@ -4,7 +4,13 @@
 # one place and on two, alternated (1, 2, 2', 1, 2, 2', ...) PAIRS times,
 # OpenBLAS at one thread per place (--blas-threads 1); 2' is two places with a
 # thread decoding or gathering their batches (--decode-threads 1) instead of
-# each place its own slice (the default when the places take every core).
+# each place its own slice (the default when the places take every core);
+# and "2 x cpu", two one-place trainers side by side, each on half the batch
+# (twice the steps) reading its own slices: the same per-place batch on the
+# same two cores with nothing shared, no merge and no lockstep, so the
+# ceiling of the two-place figure here (a place on half the batch runs its
+# kernels less efficiently than one on the whole batch; that is in this
+# ceiling, not in the executor).
 # Each run trains two epochs of at most STEPS steps; the figure is the second
 # epoch (the first also pays for first touches of the data and the buffers,
 # reported beside it). Prints per
@@ -52,6 +58,23 @@ def train(model, batch, steps, places, source, extra=()):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
 
+def train_side_by_side(model, batch, steps, source):
+    """Two one-place trainers at once, each on half the batch for twice the
+    steps, reading their own batches as the places of cpu:2 do: what two
+    places could reach with nothing shared (no merge, no lockstep), but the
+    same per-place batch and the same two cores. Returns one run whose
+    samples/s are the two trainers' summed, epoch by epoch."""
+    cmd = lambda: [rill, "train", "--model", model, "--batch", str(batch // 2), "--epochs", "2",
+                   "--max-steps", str(2 * int(steps)), "--places", "cpu", "--blas-threads", "1",
+                   "--input", source, "--decode-threads", "0", "--json"]
+    procs = [subprocess.Popen(cmd(), stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [p.communicate()[0] for p in procs]
+    if any(p.returncode != 0 for p in procs):
+        sys.exit(f"a side-by-side trainer failed: {cmd()}")
+    runs = [[json.loads(l) for l in out.splitlines() if l.startswith("{")] for out in outs]
+    return [{"samples_per_sec": a["samples_per_sec"] + b["samples_per_sec"],
+             "cores_used": a["cores_used"] + b["cores_used"]} for a, b in zip(*runs)]
+
 def per_round(base, other):
     """Each round's samples/s of `other` over `base`'s (second epochs)."""
     return [b[-1]["samples_per_sec"] / a[-1]["samples_per_sec"] for a, b in zip(base, other)]
@@ -63,8 +86,10 @@ def spread(values):
 # (preloaded) its own slice in its read op, rill train's default when the
 # places take every core ("cpu:2"), and a thread of its own doing it for them
 # ("cpu:2 thr", --decode-threads 1: the arrangement before that default).
+# Last, "2 x cpu": two one-place trainers side by side on half the batch each
+# (train_side_by_side), the ceiling of the two-place figure on this machine.
 configs = [("cpu", "cpu", []), ("cpu:2", "cpu:2", []),
-           ("cpu:2 thr", "cpu:2", ["--decode-threads", "1"])]
+           ("cpu:2 thr", "cpu:2", ["--decode-threads", "1"]), ("2 x cpu", None, [])]
 print(f"\n{'model':<5} {'input':<10} {'places':<9} {'samples/s, epoch 2':>26} {'epoch 1':>9} "
       f"{'cores':>6}   / 1 place, per pair")
 medians = {}
@@ -73,7 +98,8 @@ for model, batch, steps in models:
         runs = {name: [] for name, _, _ in configs}
         for _ in range(pairs):
             for name, places, extra in configs:
-                runs[name].append(train(model, batch, steps, places, source, extra))
+                runs[name].append(train(model, batch, steps, places, source, extra)
+                                  if places else train_side_by_side(model, batch, steps, source))
         for name, _, _ in configs:
             last = [r[-1]["samples_per_sec"] for r in runs[name]]
             first = [r[0]["samples_per_sec"] for r in runs[name]]
@@ -85,6 +111,10 @@ for model, batch, steps in models:
                 tail = (f"   median {statistics.median(ratios):.2f}x "
                         f"({min(ratios):.2f}-{max(ratios):.2f}"
                         f"{'; target >= 1.75x' if name == 'cpu:2' else ''})")
+            if name == "2 x cpu":
+                shares = per_round(runs[name], runs["cpu:2"])
+                tail += (f"; cpu:2 reaches {statistics.median(shares):.2f} of it "
+                         f"({min(shares):.2f}-{max(shares):.2f})")
             print(f"{model:<5} {source:<10} {name:<9} {spread(last):>26} "
                   f"{statistics.median(first):>9.0f} {cores:>6.2f}{tail}", flush=True)
         gains = per_round(runs["cpu:2 thr"], runs["cpu:2"])
@@ -115,7 +145,8 @@ print(f"{'model':<5} {'places':<9} {'step':>8} {'all':>8} {'some':>8} {'none':>8
       f"{'compute':>8} {'merge':>7} {'serial':>7}")
 projection = []
 for model, batch, steps in models:
-    s = {name: split(model, batch, steps, places, extra) for name, places, extra in configs}
+    s = {name: split(model, batch, steps, places, extra) for name, places, extra in configs
+         if places}
     for places, t in s.items():
         driver = t["between_us"] + t["before_first_us"] + t["after_last_us"]
         compute = t["kernel_us"] - t["merge_us"]
