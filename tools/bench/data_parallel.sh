@@ -52,11 +52,18 @@ rill, pairs, mlp_steps, cnn_steps, trace_dir = sys.argv[1], int(sys.argv[2]), sy
 models = [("mlp", 256, mlp_steps), ("cnn", 64, cnn_steps)]
 inputs = ["pipeline", "preloaded"]
 
-def train(model, batch, steps, places, source, extra=()):
-    cmd = [rill, "train", "--model", model, "--batch", str(batch), "--epochs", "2", "--max-steps",
-           steps, "--places", places, "--blas-threads", "1", "--input", source, "--json", *extra]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+def train_command(model, batch, steps, places, source, extra=()):
+    return [rill, "train", "--model", model, "--batch", str(batch), "--epochs", "2", "--max-steps",
+            str(steps), "--places", places, "--blas-threads", "1", "--input", source, "--json",
+            *extra]
+
+def epochs(out):
+    """rill train --json's lines, one per epoch."""
     return [json.loads(l) for l in out.splitlines() if l.startswith("{")]
+
+def train(model, batch, steps, places, source, extra=()):
+    cmd = train_command(model, batch, steps, places, source, extra)
+    return epochs(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
 
 def train_side_by_side(model, batch, steps, source):
     """Two one-place trainers at once, each on half the batch for twice the
@@ -64,14 +71,12 @@ def train_side_by_side(model, batch, steps, source):
     places could reach with nothing shared (no merge, no lockstep), but the
     same per-place batch and the same two cores. Returns one run whose
     samples/s are the two trainers' summed, epoch by epoch."""
-    cmd = lambda: [rill, "train", "--model", model, "--batch", str(batch // 2), "--epochs", "2",
-                   "--max-steps", str(2 * int(steps)), "--places", "cpu", "--blas-threads", "1",
-                   "--input", source, "--decode-threads", "0", "--json"]
-    procs = [subprocess.Popen(cmd(), stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    cmd = train_command(model, batch // 2, 2 * int(steps), "cpu", source, ["--decode-threads", "0"])
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) for _ in range(2)]
     outs = [p.communicate()[0] for p in procs]
     if any(p.returncode != 0 for p in procs):
-        sys.exit(f"a side-by-side trainer failed: {cmd()}")
-    runs = [[json.loads(l) for l in out.splitlines() if l.startswith("{")] for out in outs]
+        sys.exit(f"a side-by-side trainer failed: {cmd}")
+    runs = [epochs(out) for out in outs]
     return [{"samples_per_sec": a["samples_per_sec"] + b["samples_per_sec"],
              "cores_used": a["cores_used"] + b["cores_used"]} for a, b in zip(*runs)]
 
